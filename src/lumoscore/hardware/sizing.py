@@ -207,7 +207,9 @@ def _parse_architecture(name: str) -> tuple[str, int, float, int]:
                 return "lumoscore", 0, 1.0, tau
     except ValueError:
         pass
-    raise ConfigError(f"unknown architecture {name!r}; allowed: {', '.join(ARCHITECTURES)} or {allowed}")
+    raise ConfigError(
+        f"unknown architecture {name!r}; allowed: {', '.join(ARCHITECTURES)} or {allowed}"
+    )
 
 
 @dataclass(frozen=True)
@@ -311,7 +313,7 @@ def reach(
                         found = Reach(arch, chip_tbps, target_gpus, speed, tiers, size)
                         break
             else:
-                kind, tiers, _, _ = _parse_architecture(arch)
+                _, tiers, _, _ = _parse_architecture(arch)
                 size = max_gpus(arch, chip_tbps, speed, ocs_ports=ocs_ports)
                 if size >= target_gpus:
                     found = Reach(arch, chip_tbps, target_gpus, speed, tiers or 3, size)

@@ -134,9 +134,7 @@ class Job:
         if not (math.isfinite(self.arrival_s) and self.arrival_s >= 0):
             raise ConfigError(f"job {self.job_id}: arrival_s must be >= 0, got {self.arrival_s!r}")
         if not (math.isfinite(self.duration_s) and self.duration_s > 0):
-            raise ConfigError(
-                f"job {self.job_id}: duration_s must be > 0, got {self.duration_s!r}"
-            )
+            raise ConfigError(f"job {self.job_id}: duration_s must be > 0, got {self.duration_s!r}")
         if self.collective not in COLLECTIVES:
             raise ConfigError(
                 f"job {self.job_id}: collective {self.collective!r} not one of "
