@@ -28,6 +28,11 @@ def build_app() -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
     )
+
+    @app.callback()
+    def _root() -> None:
+        """LumosCore: size, wire, engineer and simulate OCS-core GPU clusters."""
+
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
             continue

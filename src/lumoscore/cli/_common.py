@@ -55,6 +55,15 @@ def _first_line(text: str) -> str:
     return " ".join(text.strip().split())
 
 
+def _usage_message(exc: Exception) -> str:
+    fmt = getattr(exc, "format_message", None)
+    text = fmt() if callable(fmt) else str(exc)
+    ctx = getattr(exc, "ctx", None)
+    cmd = getattr(ctx, "command_path", None)
+    msg = _first_line(text)
+    return f"{cmd}: {msg}" if cmd else msg
+
+
 def _format_validation_error(exc: pydantic.ValidationError) -> str:
     parts = []
     for err in exc.errors():
@@ -63,17 +72,25 @@ def _format_validation_error(exc: pydantic.ValidationError) -> str:
     return "; ".join(parts)
 
 
+# Typer >= 0.26 vendors its own copy of Click; older releases use Click itself. Catch both.
+_EXIT = tuple({typer.Exit, click.exceptions.Exit})
+_ABORT = tuple({typer.Abort, click.exceptions.Abort})
+_USAGE = tuple({click.ClickException, getattr(typer, "TyperException", click.ClickException)})
+
+
 def run_guarded(call: Callable[[], Any]) -> int:
     """Run a Click/Typer app and map every expected failure to a one-line message, exit 2."""
     try:
         result = call()
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code or 0)
-    except click.exceptions.Abort:
+    except _EXIT as exc:
+        return int(getattr(exc, "exit_code", 0) or 0)
+    except _ABORT:
         sys.stderr.write("lumos: error: aborted\n")
         return 2
-    except click.ClickException as exc:
-        sys.stderr.write(f"lumos: error: {_first_line(exc.format_message())}\n")
+    except _USAGE as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            return 0  # the help text was printed: that is the answer
+        sys.stderr.write(f"lumos: error: {_usage_message(exc)}\n")
         return 2
     except pydantic.ValidationError as exc:
         sys.stderr.write(f"lumos: error: {_format_validation_error(exc)}\n")

@@ -1,0 +1,81 @@
+"""Fig. 7 of the LumosCore paper: maximum cluster size against per-port speed (log scale)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from lumoscore.errors import ConfigError
+from lumoscore.hardware.sizing import SizingRow
+
+__all__ = ["plot_scalability"]
+
+_FORMATS = (".png", ".svg", ".pdf")
+
+
+def plot_scalability(rows: Sequence[SizingRow], path: str | Path) -> Path:
+    """Write the max-GPUs-versus-port-speed chart of ``rows`` to ``path`` (PNG, SVG or PDF).
+
+    One panel per chip capacity, one line per architecture, log-scaled GPU axis. The file is
+    written atomically.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from lumoscore.hardware import sizing_table
+    >>> out = plot_scalability(sizing_table(), os.path.join(tempfile.mkdtemp(), "fig7.svg"))
+    >>> out.suffix
+    '.svg'
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    out = Path(path)
+    if out.suffix.lower() not in _FORMATS:
+        raise ConfigError(
+            f"plot file {out.name!r} must end in one of {', '.join(_FORMATS)} (PNG, SVG or PDF)"
+        )
+    chips = sorted({r.chip_tbps for r in rows})
+    archs = list(dict.fromkeys(r.architecture for r in rows))
+    if not chips:
+        raise ConfigError("nothing to plot: the sizing table is empty")
+    fig, axes = plt.subplots(1, len(chips), figsize=(4.2 * len(chips), 3.6), sharey=True)
+    axes = [axes] if len(chips) == 1 else list(axes)
+    markers = "osD^v<>ph*"
+    for ax, chip in zip(axes, chips, strict=True):
+        for i, arch in enumerate(archs):
+            pts = sorted(
+                (r.port_gbps, r.max_gpus)
+                for r in rows
+                if r.chip_tbps == chip and r.architecture == arch
+            )
+            if not pts:
+                continue
+            xs, ys = zip(*pts, strict=True)
+            ax.plot(xs, ys, marker=markers[i % len(markers)], label=arch)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        speeds = sorted({r.port_gbps for r in rows if r.chip_tbps == chip})
+        ax.set_xticks(speeds)
+        ax.set_xticklabels([f"{s:g}" for s in speeds])
+        ax.set_xlabel("per-port speed (Gb/s)")
+        ax.set_title(f"{chip:g} Tb/s switch chip")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel("maximum GPUs")
+    axes[-1].legend(fontsize=8)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}.", suffix=out.suffix)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format=out.suffix.lower().lstrip("."), dpi=150)
+        os.replace(tmp, out)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
