@@ -1,5 +1,13 @@
 """Workloads: the LLM training job model, trace presets, trace files and calibration."""
 
+from lumoscore.workload.distributions import (
+    HELIOS_DURATION,
+    PAPER_SIZE_MIX,
+    TPUV4_SIZE_MIX,
+    ShiftedLogNormal,
+    SizeMix,
+)
+from lumoscore.workload.errors import TraceFormatError
 from lumoscore.workload.job import (
     COLLECTIVES,
     MODEL_SHARES,
@@ -7,5 +15,39 @@ from lumoscore.workload.job import (
     ExposedShares,
     Job,
 )
+from lumoscore.workload.load import (
+    arrival_rate_per_s,
+    calibrate_beta,
+    with_level,
+    workload_level,
+)
+from lumoscore.workload.presets import PRESETS, Preset, generate_trace, get_preset
+from lumoscore.workload.trace import TRACE_COLUMNS, Trace, TraceMeta
+from lumoscore.workload.tracefile import read_trace, write_trace
 
-__all__ = ["COLLECTIVES", "MODEL_SHARES", "REFERENCE_PORT_GBPS", "ExposedShares", "Job"]
+__all__ = [
+    "COLLECTIVES",
+    "HELIOS_DURATION",
+    "MODEL_SHARES",
+    "PAPER_SIZE_MIX",
+    "PRESETS",
+    "REFERENCE_PORT_GBPS",
+    "TPUV4_SIZE_MIX",
+    "TRACE_COLUMNS",
+    "ExposedShares",
+    "Job",
+    "Preset",
+    "ShiftedLogNormal",
+    "SizeMix",
+    "Trace",
+    "TraceFormatError",
+    "TraceMeta",
+    "arrival_rate_per_s",
+    "calibrate_beta",
+    "generate_trace",
+    "get_preset",
+    "read_trace",
+    "with_level",
+    "workload_level",
+    "write_trace",
+]

@@ -1,0 +1,335 @@
+"""Job-size mixes and run-time distributions of the trace presets (``WORKLOAD.md``).
+
+Sizes
+    :class:`SizeMix` is a discrete distribution over GPU counts that are powers of two >= 8.
+    :data:`PAPER_SIZE_MIX` follows the TPUv4 cumulative slice mix of the LumosCore evaluation:
+    sizes that are not powers of two are rounded down (192 -> 128, 384 -> 256, 768 -> 512,
+    1536 -> 1024), and the first class (share 0.29, "every size up to 32") is split over 8, 16
+    and 32 GPUs in the proportions of the second published TPUv4 mix (1-8 chips: 13.9 %,
+    16: 6.4 %, 32: 8.9 %; together 29.2 %, which matches the first class). :data:`TPUV4_SIZE_MIX`
+    is that second mix by share: slices of 1-8 chips become 8 GPUs, the other sizes are rounded
+    down to powers of two (3072 -> 2048 and so on) and the shares, which sum to 97.5 % as
+    published, are renormalized to 1.
+
+Run times
+    :class:`ShiftedLogNormal` is ``shift_s + LogNormal(mu, sigma)``, optionally clipped.
+    :data:`HELIOS_DURATION` is fitted in closed form to the published 1000-job set: minimum
+    600 s (only jobs longer than 600 s are kept), median 2100 s and 99th percentile 436,000 s:
+    ``mu = ln(2100 - 600)``, ``sigma = (ln(436000 - 600) - mu) / z_0.99`` (``z_0.99 = 2.3263``),
+    i.e. ``mu = 7.3132``, ``sigma = 2.4376``; its mean is about 29,870 s.
+
+Examples
+--------
+>>> round(PAPER_SIZE_MIX.probability(64), 3), round(PAPER_SIZE_MIX.probability(512), 3)
+(0.14, 0.226)
+>>> [round(float(q)) for q in HELIOS_DURATION.quantile([0.5, 0.99])]
+[2100, 436000]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from lumoscore.errors import ConfigError
+
+__all__ = [
+    "HELIOS_DURATION",
+    "HELIOS_MEDIAN_S",
+    "HELIOS_MIN_S",
+    "HELIOS_P99_S",
+    "PAPER_SIZE_MIX",
+    "TPUV4_CUMULATIVE",
+    "TPUV4_SIZE_MIX",
+    "TPUV4_SLICE_SHARES",
+    "ShiftedLogNormal",
+    "SizeMix",
+    "round_down_pow2",
+]
+
+#: TPUv4 slice popularity, cumulative share by slice size (WORKLOAD.md, first list).
+TPUV4_CUMULATIVE: Mapping[int, float] = {
+    32: 0.29,
+    64: 0.43,
+    128: 0.605,
+    192: 0.612,
+    256: 0.729,
+    384: 0.73,
+    512: 0.849,
+    768: 0.956,
+    1024: 0.993,
+    1536: 0.995,
+    2048: 1.0,
+}
+
+#: TPUv4 slice mix by share (WORKLOAD.md, second list); sums to 0.975 as published.
+TPUV4_SLICE_SHARES: Mapping[int, float] = {
+    1: 0.021,
+    2: 0.004,
+    4: 0.067,
+    8: 0.047,
+    16: 0.064,
+    32: 0.089,
+    64: 0.139,
+    128: 0.175,
+    192: 0.007,
+    256: 0.117,
+    384: 0.001,
+    512: 0.119,
+    768: 0.007,
+    1024: 0.037,
+    1536: 0.003,
+    2048: 0.017,
+    3072: 0.061,
+}
+
+#: Run-time facts of the published 1000-job set (seconds).
+HELIOS_MIN_S = 600.0
+HELIOS_MEDIAN_S = 2100.0
+HELIOS_P99_S = 436_000.0
+
+_MIN_GPUS = 8
+
+
+def round_down_pow2(values: np.ndarray | Sequence[int] | int) -> np.ndarray:
+    """Largest power of two ``<=`` each value (values must be >= 1).
+
+    Examples
+    --------
+    >>> round_down_pow2([1, 8, 12, 192, 3072]).tolist()
+    [1, 8, 8, 128, 2048]
+    """
+    arr = np.asarray(values, dtype=np.int64)
+    if np.any(arr < 1):
+        raise ConfigError(f"sizes must be >= 1, got {arr[arr < 1][0]}")
+    _, exponent = np.frexp(arr.astype(np.float64))
+    return np.left_shift(np.int64(1), (exponent - 1).astype(np.int64))
+
+
+@dataclass(frozen=True)
+class SizeMix:
+    """A discrete distribution of GPUs per job.
+
+    Parameters
+    ----------
+    sizes : tuple of int
+        Increasing GPU counts (powers of two, >= 8).
+    probs : tuple of float
+        Their probabilities (sum to 1).
+
+    Examples
+    --------
+    >>> mix = SizeMix.from_shares({8: 1.0, 16: 1.0, 64: 2.0})
+    >>> mix.sizes, mix.probs, mix.mean_gpus
+    ((8, 16, 64), (0.25, 0.25, 0.5), 38.0)
+    >>> mix.capped(32).sizes
+    (8, 16, 32)
+    """
+
+    sizes: tuple[int, ...]
+    probs: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.sizes) != len(self.probs) or not self.sizes:
+            raise ConfigError("size mix: sizes and probs must be non-empty and of equal length")
+        sizes = np.asarray(self.sizes)
+        if np.any(np.diff(sizes) <= 0) or np.any(round_down_pow2(sizes) != sizes):
+            raise ConfigError(f"size mix: sizes must be increasing powers of two, got {self.sizes}")
+        if sizes[0] < _MIN_GPUS:
+            raise ConfigError(f"size mix: sizes must be >= {_MIN_GPUS}, got {self.sizes[0]}")
+        probs = np.asarray(self.probs, dtype=np.float64)
+        if np.any(probs < 0) or not math.isclose(probs.sum(), 1.0, abs_tol=1e-9):
+            raise ConfigError(f"size mix: probs must be >= 0 and sum to 1, got {self.probs}")
+
+    @classmethod
+    def from_shares(cls, shares: Mapping[int, float]) -> SizeMix:
+        """Mix from (unnormalized) shares by size; sizes are rounded down to powers of two
+        and raised to at least 8, and shares of equal sizes are added.
+
+        Examples
+        --------
+        >>> SizeMix.from_shares({4: 1, 12: 1, 16: 2}).sizes
+        (8, 16)
+        """
+        raw = np.asarray(list(shares), dtype=np.int64)
+        weight = np.asarray(list(shares.values()), dtype=np.float64)
+        sizes = np.maximum(round_down_pow2(raw), _MIN_GPUS)
+        uniq, inverse = np.unique(sizes, return_inverse=True)
+        total = np.bincount(inverse, weights=weight)
+        return cls(tuple(int(s) for s in uniq), tuple(float(p) for p in total / total.sum()))
+
+    @property
+    def mean_gpus(self) -> float:
+        """Expected GPUs per job."""
+        return float(np.dot(self.sizes, self.probs))
+
+    def probability(self, size: int) -> float:
+        """Probability of ``size`` GPUs (0 if not a class)."""
+        return dict(zip(self.sizes, self.probs, strict=True)).get(size, 0.0)
+
+    def capped(self, max_gpus: int) -> SizeMix:
+        """The mix with every size above ``max_gpus`` (rounded down to a power of two) moved
+        to that cap.
+
+        Raises
+        ------
+        ConfigError
+            If ``max_gpus < 8``.
+        """
+        if max_gpus < _MIN_GPUS:
+            raise ConfigError(f"cluster_gpus must be >= {_MIN_GPUS} (one server), got {max_gpus}")
+        cap = int(round_down_pow2(max_gpus))
+        sizes = np.minimum(np.asarray(self.sizes), cap)
+        return SizeMix.from_shares(_sum_by_key(sizes, self.probs))
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """Draw ``n`` sizes (``int64``).
+
+        Examples
+        --------
+        >>> SizeMix((8,), (1.0,)).sample(np.random.default_rng(0), 3).tolist()
+        [8, 8, 8]
+        """
+        return rng.choice(np.asarray(self.sizes, dtype=np.int64), size=n, p=self.probs)
+
+
+def _sum_by_key(keys: np.ndarray, weights: Sequence[float]) -> dict[int, float]:
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    total = np.bincount(inverse, weights=np.asarray(weights, dtype=np.float64))
+    return {int(k): float(w) for k, w in zip(uniq, total, strict=True)}
+
+
+def _paper_size_mix() -> SizeMix:
+    sizes = np.asarray(list(TPUV4_CUMULATIVE), dtype=np.int64)
+    class_probs = np.diff(np.concatenate([[0.0], list(TPUV4_CUMULATIVE.values())]))
+    shares = _sum_by_key(round_down_pow2(sizes), class_probs)
+    first = shares.pop(32)
+    small = {8: sum(TPUV4_SLICE_SHARES[k] for k in (1, 2, 4, 8)), 16: 0.064, 32: 0.089}
+    small_total = sum(small.values())
+    shares.update({k: first * v / small_total for k, v in small.items()})
+    return SizeMix.from_shares(shares)
+
+
+#: Sizes of the ``lumoscore-paper`` preset (TPUv4 cumulative mix, see module docstring).
+PAPER_SIZE_MIX: SizeMix = _paper_size_mix()
+#: Sizes of the ``tpuv4`` preset (TPUv4 mix by share, see module docstring).
+TPUV4_SIZE_MIX: SizeMix = SizeMix.from_shares(TPUV4_SLICE_SHARES)
+
+_Z99 = math.sqrt(2.0) * float(special.erfinv(2 * 0.99 - 1))
+
+
+def _norm_cdf(x: np.ndarray | float) -> np.ndarray:
+    return special.ndtr(x)
+
+
+@dataclass(frozen=True)
+class ShiftedLogNormal:
+    """Run-time distribution ``shift_s + exp(mu + sigma * Z)``, ``Z`` standard normal,
+    optionally clipped to ``[clip_lo_s, clip_hi_s]``.
+
+    Examples
+    --------
+    >>> d = ShiftedLogNormal.fit(min_s=600, median_s=2100, p99_s=436_000)
+    >>> round(d.mu, 4), round(d.sigma, 4), round(d.mean_s())
+    (7.3132, 2.4376, 29868)
+    >>> float(d.clipped(1000, 100_000).quantile(0.999))
+    100000.0
+    """
+
+    shift_s: float
+    mu: float
+    sigma: float
+    clip_lo_s: float | None = None
+    clip_hi_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if not (self.sigma > 0 and math.isfinite(self.mu) and self.shift_s >= 0):
+            raise ConfigError(
+                f"run-time distribution needs sigma > 0, finite mu, shift_s >= 0; got "
+                f"sigma={self.sigma}, mu={self.mu}, shift_s={self.shift_s}"
+            )
+        lo, hi = self.clip_lo_s, self.clip_hi_s
+        if lo is not None and hi is not None and lo > hi:
+            raise ConfigError(f"clip_lo_s={lo} must be <= clip_hi_s={hi}")
+
+    @classmethod
+    def fit(cls, *, min_s: float, median_s: float, p99_s: float) -> ShiftedLogNormal:
+        """Closed-form fit: shift = ``min_s``, median and 99th percentile exact.
+
+        Raises
+        ------
+        ConfigError
+            Unless ``0 <= min_s < median_s < p99_s``.
+        """
+        if not (0 <= min_s < median_s < p99_s):
+            raise ConfigError(
+                f"need 0 <= min_s < median_s < p99_s, got {min_s}, {median_s}, {p99_s}"
+            )
+        mu = math.log(median_s - min_s)
+        sigma = (math.log(p99_s - min_s) - mu) / _Z99
+        return cls(shift_s=float(min_s), mu=mu, sigma=sigma)
+
+    def clipped(self, lo_s: float | None, hi_s: float | None) -> ShiftedLogNormal:
+        """The same distribution with values clipped to ``[lo_s, hi_s]``."""
+        return ShiftedLogNormal(self.shift_s, self.mu, self.sigma, lo_s, hi_s)
+
+    def _clip(self, x: np.ndarray) -> np.ndarray:
+        lo = -np.inf if self.clip_lo_s is None else self.clip_lo_s
+        hi = np.inf if self.clip_hi_s is None else self.clip_hi_s
+        return np.clip(x, lo, hi)
+
+    def quantile(self, p: np.ndarray | Sequence[float] | float) -> np.ndarray:
+        """Quantile function (inverse CDF) at probabilities ``p``."""
+        z = special.ndtri(np.asarray(p, dtype=np.float64))
+        return self._clip(self.shift_s + np.exp(self.mu + self.sigma * z))
+
+    def cdf(self, x: np.ndarray | Sequence[float] | float) -> np.ndarray:
+        """CDF of the unclipped distribution at ``x`` seconds."""
+        y = np.asarray(x, dtype=np.float64) - self.shift_s
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = (np.log(np.where(y > 0, y, np.nan)) - self.mu) / self.sigma
+        return np.where(y > 0, _norm_cdf(z), 0.0)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """Draw ``n`` run times (seconds).
+
+        Examples
+        --------
+        >>> bool(np.all(HELIOS_DURATION.sample(np.random.default_rng(1), 100) > 600))
+        True
+        """
+        return self._clip(self.shift_s + np.exp(self.mu + self.sigma * rng.standard_normal(n)))
+
+    def mean_s(self) -> float:
+        """Expected run time (closed form, including the clipping)."""
+        ln_mean = math.exp(self.mu + 0.5 * self.sigma**2)
+
+        def partial(a: float, b: float) -> float:
+            # E[X; a < X <= b] for X = shift + Y, Y lognormal.
+            def cdf_y(v: float) -> float:
+                return 0.0 if v <= 0 else float(_norm_cdf((math.log(v) - self.mu) / self.sigma))
+
+            def cdf_tilted(v: float) -> float:
+                if v <= 0:
+                    return 0.0
+                return float(_norm_cdf((math.log(v) - self.mu - self.sigma**2) / self.sigma))
+
+            ya, yb = a - self.shift_s, b - self.shift_s
+            body = self.shift_s * (cdf_y(yb) - cdf_y(ya))
+            return body + ln_mean * (cdf_tilted(yb) - cdf_tilted(ya))
+
+        lo = self.shift_s if self.clip_lo_s is None else max(self.clip_lo_s, self.shift_s)
+        hi = math.inf if self.clip_hi_s is None else self.clip_hi_s
+        below = float(self.cdf(lo)) * (0.0 if self.clip_lo_s is None else self.clip_lo_s)
+        above = 0.0 if math.isinf(hi) else (1.0 - float(self.cdf(hi))) * hi
+        return below + above + partial(lo, hi)
+
+
+#: Run times of the ``lumoscore-paper`` and ``tpuv4`` presets (see module docstring).
+HELIOS_DURATION: ShiftedLogNormal = ShiftedLogNormal.fit(
+    min_s=HELIOS_MIN_S, median_s=HELIOS_MEDIAN_S, p99_s=HELIOS_P99_S
+)

@@ -1,0 +1,368 @@
+"""Synthetic trace presets and the public generator :func:`generate_trace`.
+
+Every preset draws, from one ``numpy.random.Generator`` seeded with ``seed`` and in a fixed
+order: Poisson inter-arrival gaps, sizes, models, pipeline choices, expert choices, run times
+and collectives. The same ``(preset, n_jobs, seed, cluster_gpus, beta_s | load)`` therefore
+gives the same trace on every machine with the same NumPy.
+
+Presets (details and sources in ``docs/workload.md``):
+
+``lumoscore-paper``
+    The LumosCore evaluation workload (``WORKLOAD.md``): sizes from :data:`PAPER_SIZE_MIX`
+    capped at the cluster, models uniform over the five of
+    :data:`~lumoscore.workload.job.MODEL_SHARES`, ``TP = 8``,
+    ``PP = min(servers, U{1, 2, 4, 8, 16, 32})``, ``DP = servers / PP``,
+    ``EP = min(gpus, U{8, 16, 32})`` GPUs, 10 iterations, run times
+    :data:`HELIOS_DURATION`, default ``beta_s = 2000``, collective ``ring``.
+``vclos``
+    The vClos evaluation workload (vClos paper §9.2): sizes from the TPUv4 mix capped at 512
+    GPUs, run times clipped to ``[1000, 100000]`` s, data-parallel jobs (``PP = 1``,
+    ``EP = 8``, ``DP = servers``) whose collective is halving-doubling (50 %), ring (20 %) or
+    all-to-all (30 %). vClos uses ``beta = 120`` s on 512 GPUs for "a steady state with task
+    queuing" with Helios sizes (mean 3.7 GPUs); with these larger sizes 120 s would mean a
+    workload level near 40 on 512 GPUs, so the preset defaults to ``load = 0.9`` instead.
+``tpuv4``
+    As ``lumoscore-paper`` but sizes from :data:`TPUV4_SIZE_MIX` (the TPUv4 mix by share).
+
+Examples
+--------
+>>> t = generate_trace("lumoscore-paper", 5, seed=1)
+>>> len(t), t.meta.preset, t.meta.beta_s, int(t.arrival_s[0])
+(5, 'lumoscore-paper', 2000.0, 0)
+>>> bool(np.all(t.gpus == t.tp * t.pp * t.dp))
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+
+from lumoscore.errors import ConfigError
+from lumoscore.workload.distributions import (
+    HELIOS_DURATION,
+    PAPER_SIZE_MIX,
+    TPUV4_SIZE_MIX,
+    ShiftedLogNormal,
+    SizeMix,
+)
+from lumoscore.workload.job import MODEL_SHARES
+from lumoscore.workload.trace import Trace, TraceMeta
+
+__all__ = [
+    "EP_CHOICES_GPUS",
+    "LOAD_BASES",
+    "MODELS",
+    "PP_CHOICES",
+    "PRESETS",
+    "TP",
+    "Preset",
+    "draw_parallelism",
+    "generate_trace",
+    "get_preset",
+]
+
+#: Tensor-parallel degree: one server of 8 GPUs.
+TP = 8
+#: Pipeline degrees drawn uniformly before capping at the job's server count.
+PP_CHOICES: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+#: Expert-group sizes in GPUs drawn uniformly before capping at the job's GPU count.
+EP_CHOICES_GPUS: tuple[int, ...] = (8, 16, 32)
+#: Models drawn uniformly.
+MODELS: tuple[str, ...] = tuple(MODEL_SHARES)
+#: How ``load=`` is turned into arrival times (see :func:`generate_trace`).
+LOAD_BASES: tuple[str, ...] = ("sample", "expected")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A synthetic workload recipe.
+
+    Parameters
+    ----------
+    name, description : str
+        Identifier and one-line description.
+    size_mix : SizeMix
+        GPUs per job before capping.
+    duration : ShiftedLogNormal
+        Run times on an ideal network.
+    default_beta_s : float, optional
+        Mean inter-arrival time when neither ``beta_s`` nor ``load`` is given.
+    default_load : float, optional
+        Workload level used instead when the preset has no ``default_beta_s``.
+    max_gpus : int, optional
+        Preset's own size cap (the cluster size caps too).
+    collectives : tuple of (str, float)
+        Data-parallel collective algorithms and their probabilities.
+    parallelism : str
+        ``"paper"`` (TP/PP/DP/EP rule of WORKLOAD.md) or ``"data-parallel"`` (PP=1, EP=TP).
+    iterations : int
+        Iterations per job.
+    """
+
+    name: str
+    description: str
+    size_mix: SizeMix
+    duration: ShiftedLogNormal
+    default_beta_s: float | None
+    default_load: float | None = None
+    max_gpus: int | None = None
+    collectives: tuple[tuple[str, float], ...] = (("ring", 1.0),)
+    parallelism: str = "paper"
+    iterations: int = 10
+
+    def __post_init__(self) -> None:
+        if (self.default_beta_s is None) == (self.default_load is None):
+            raise ConfigError(
+                f"preset {self.name}: set exactly one of default_beta_s, default_load"
+            )
+
+    def default_beta_for(self, cluster_gpus: int) -> float:
+        """Mean inter-arrival time used when neither ``beta_s`` nor ``load`` is given
+        (for a preset with ``default_load``, the expected-basis calibration)."""
+        if self.default_beta_s is not None:
+            return self.default_beta_s
+        assert self.default_load is not None
+        return self.mean_gpu_seconds(cluster_gpus) / (self.default_load * cluster_gpus)
+
+    def size_mix_for(self, cluster_gpus: int) -> SizeMix:
+        """The size mix capped at the cluster (and at :attr:`max_gpus`)."""
+        cap = cluster_gpus if self.max_gpus is None else min(cluster_gpus, self.max_gpus)
+        return self.size_mix.capped(cap)
+
+    def mean_gpu_seconds(self, cluster_gpus: int) -> float:
+        """Expected ``gpus * duration_s`` of one job (sizes and run times are independent).
+
+        Examples
+        --------
+        >>> p = PRESETS["lumoscore-paper"]
+        >>> round(p.mean_gpu_seconds(4096) / (p.size_mix_for(4096).mean_gpus * 29868.47), 4)
+        1.0
+        """
+        return self.size_mix_for(cluster_gpus).mean_gpus * self.duration.mean_s()
+
+
+#: The presets by name.
+PRESETS: Mapping[str, Preset] = MappingProxyType(
+    {
+        "lumoscore-paper": Preset(
+            name="lumoscore-paper",
+            description="LumosCore §6.2: TPUv4 cumulative size mix, Helios-like run times",
+            size_mix=PAPER_SIZE_MIX,
+            duration=HELIOS_DURATION,
+            default_beta_s=2000.0,
+        ),
+        "vclos": Preset(
+            name="vclos",
+            description="vClos §9.2: sizes <= 512 GPUs, run times 1000-100000 s, mixed collectives",
+            size_mix=PAPER_SIZE_MIX,
+            duration=HELIOS_DURATION.clipped(1000.0, 100_000.0),
+            default_beta_s=None,
+            default_load=0.9,
+            max_gpus=512,
+            collectives=(("halving-doubling", 0.5), ("ring", 0.2), ("all-to-all", 0.3)),
+            parallelism="data-parallel",
+        ),
+        "tpuv4": Preset(
+            name="tpuv4",
+            description="TPUv4 slice mix by share, Helios-like run times",
+            size_mix=TPUV4_SIZE_MIX,
+            duration=HELIOS_DURATION,
+            default_beta_s=2000.0,
+        ),
+    }
+)
+
+
+def get_preset(name: str) -> Preset:
+    """The preset called ``name``.
+
+    Raises
+    ------
+    ConfigError
+        For an unknown name; the message lists the allowed ones.
+
+    Examples
+    --------
+    >>> get_preset("vclos").max_gpus
+    512
+    """
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ConfigError(
+            f"preset: unknown preset {name!r} (allowed: {', '.join(PRESETS)})"
+        ) from None
+
+
+def draw_parallelism(
+    rng: np.random.Generator,
+    gpus: np.ndarray,
+    *,
+    mode: str = "paper",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Draw ``(tp, pp, dp, ep)`` for jobs of ``gpus`` GPUs (powers of two >= 8).
+
+    ``mode="paper"``: ``tp = 8``, ``pp = min(servers, U(PP_CHOICES))``, ``dp = servers / pp``,
+    ``ep = min(gpus, U(EP_CHOICES_GPUS))``. ``mode="data-parallel"``: ``pp = 1``,
+    ``dp = servers``, ``ep = 8`` (no expert traffic); draws nothing.
+
+    Examples
+    --------
+    >>> tp, pp, dp, ep = draw_parallelism(np.random.default_rng(0), np.array([8, 64, 2048]))
+    >>> (tp * pp * dp).tolist(), bool(np.all(ep <= [8, 64, 2048]))
+    ([8, 64, 2048], True)
+    """
+    gpus = np.asarray(gpus, dtype=np.int64)
+    n = gpus.size
+    servers = gpus // TP
+    if np.any(servers * TP != gpus) or np.any(servers < 1):
+        raise ConfigError(f"gpus must be positive multiples of TP={TP}")
+    tp = np.full(n, TP, dtype=np.int64)
+    if mode == "data-parallel":
+        return tp, np.ones(n, dtype=np.int64), servers, np.full(n, TP, dtype=np.int64)
+    if mode != "paper":
+        raise ConfigError(f"parallelism mode {mode!r} (allowed: paper, data-parallel)")
+    pp = np.minimum(servers, rng.choice(np.asarray(PP_CHOICES, dtype=np.int64), size=n))
+    ep = np.minimum(gpus, rng.choice(np.asarray(EP_CHOICES_GPUS, dtype=np.int64), size=n))
+    return tp, pp, servers // pp, ep
+
+
+def _check_positive(name: str, value: float | None) -> None:
+    if value is not None and not (isinstance(value, int | float) and math.isfinite(value)):
+        raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
+    if value is not None and value <= 0:
+        raise ConfigError(f"{name} must be > 0, got {value!r}")
+
+
+def generate_trace(
+    preset: str,
+    n_jobs: int,
+    *,
+    seed: int = 0,
+    cluster_gpus: int = 4096,
+    beta_s: float | None = None,
+    load: float | None = None,
+    load_basis: str = "sample",
+) -> Trace:
+    """Generate a synthetic trace.
+
+    Parameters
+    ----------
+    preset : str
+        One of :data:`PRESETS`.
+    n_jobs : int
+        Number of jobs (>= 1).
+    seed : int
+        Seed of the one ``numpy.random.Generator`` all draws come from.
+    cluster_gpus : int
+        Cluster size: sizes are capped at its largest power of two, and ``load`` refers to it.
+    beta_s : float, optional
+        Mean inter-arrival time (s). Excludes ``load``. Without both, the preset's
+        ``default_beta_s`` (or its ``default_load``) applies.
+    load : float, optional
+        Target workload level (LumosCore Eq. 9). Excludes ``beta_s``.
+    load_basis : {"sample", "expected"}
+        With ``load``: ``"sample"`` (default) scales this trace's Poisson arrivals so that its
+        own measured level (:func:`~lumoscore.workload.load.workload_level`) equals ``load``
+        exactly, as the paper adjusts the intervals of its fixed job set; ``"expected"`` uses
+        the closed-form ``beta_s = E[gpus * duration] / (load * cluster_gpus)``, whose level is
+        ``load`` only on average (run times are heavy-tailed, so a short trace can be far off).
+
+    Returns
+    -------
+    Trace
+        Jobs in arrival order; job ``i`` arrives at the sum of the first ``i`` gaps (job 0 at
+        0). ``meta`` records preset, seed, the ``beta_s`` used, ``load`` and ``cluster_gpus``.
+
+    Raises
+    ------
+    ConfigError
+        Unknown preset (lists the allowed ones), both ``beta_s`` and ``load``, non-positive
+        values, ``cluster_gpus < 8``.
+
+    Examples
+    --------
+    >>> from lumoscore.workload.load import workload_level
+    >>> t = generate_trace("vclos", 200, seed=3, load=0.8, cluster_gpus=512)
+    >>> round(workload_level(t), 6), int(t.gpus.max()) <= 512
+    (0.8, True)
+    >>> sorted(set(t.collective)) == ["all-to-all", "halving-doubling", "ring"]
+    True
+    """
+    spec = get_preset(preset)
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs < 1:
+        raise ConfigError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ConfigError(f"seed must be an integer >= 0, got {seed!r}")
+    if isinstance(cluster_gpus, bool) or not isinstance(cluster_gpus, int | np.integer):
+        raise ConfigError(f"cluster_gpus must be an integer >= 8, got {cluster_gpus!r}")
+    if beta_s is not None and load is not None:
+        raise ConfigError("give either beta_s (mean inter-arrival time) or load, not both")
+    _check_positive("beta_s", beta_s)
+    _check_positive("load", load)
+    if load_basis not in LOAD_BASES:
+        raise ConfigError(f"load_basis {load_basis!r} (allowed: {', '.join(LOAD_BASES)})")
+    n = int(n_jobs)
+    mix = spec.size_mix_for(int(cluster_gpus))
+
+    rng = np.random.default_rng(int(seed))
+    gaps = rng.standard_exponential(n)
+    gaps[0] = 0.0
+    unit_arrival = np.cumsum(gaps)
+    gpus = mix.sample(rng, n)
+    model = np.asarray(MODELS, dtype=object)[rng.integers(0, len(MODELS), size=n)]
+    tp, pp, dp, ep = draw_parallelism(rng, gpus, mode=spec.parallelism)
+    duration_s = spec.duration.sample(rng, n)
+    names = np.asarray([c for c, _ in spec.collectives], dtype=object)
+    probs = np.asarray([p for _, p in spec.collectives])
+    collective = names[rng.choice(len(names), size=n, p=probs)]
+
+    if load is None and beta_s is None and spec.default_load is not None:
+        load = spec.default_load
+    if load is None:
+        beta = float(spec.default_beta_s if beta_s is None else beta_s)  # type: ignore[arg-type]
+    elif load_basis == "sample" and n > 1:
+        # Measured level = (n-1)/span * mean(gpus*duration) / cluster_gpus; span = beta * U.
+        mean_gs = float(np.mean(gpus * duration_s))
+        beta = (n - 1) * mean_gs / (unit_arrival[-1] * load * cluster_gpus)
+    else:
+        beta = spec.mean_gpu_seconds(int(cluster_gpus)) / (load * cluster_gpus)
+
+    shares = {
+        f"share_{cls}": pd.Series(model)
+        .map({m: getattr(s, cls) for m, s in MODEL_SHARES.items()})
+        .to_numpy(dtype=np.float64)
+        for cls in ("dp", "ep", "pp")
+    }
+    frame = pd.DataFrame(
+        {
+            "job_id": np.arange(n, dtype=np.int64),
+            "arrival_s": unit_arrival * beta,
+            "gpus": gpus,
+            "model": model,
+            "tp": tp,
+            "pp": pp,
+            "dp": dp,
+            "ep": ep,
+            "iterations": np.full(n, spec.iterations, dtype=np.int64),
+            "duration_s": duration_s,
+            "collective": collective,
+            "deadline_s": np.full(n, np.nan),
+            **shares,
+        }
+    )
+    meta = TraceMeta(
+        preset=spec.name,
+        seed=int(seed),
+        beta_s=beta,
+        load=None if load is None else float(load),
+        cluster_gpus=int(cluster_gpus),
+        source=f"generate_trace({spec.name!r})",
+    )
+    return Trace.from_frame(frame, meta, source=f"preset {spec.name}")
