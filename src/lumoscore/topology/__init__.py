@@ -3,3 +3,44 @@
 from lumoscore.topology.cluster import ClusterSpec, load_cluster
 
 __all__ = ["ClusterSpec", "load_cluster"]
+
+# ---- port-level wiring, circuits and realization (wiring area) ----------------------------
+from lumoscore.topology.circuits import (
+    CIRCUIT_COLUMNS,
+    logical_topology,
+    ltcr,
+    verify_circuits,
+)
+from lumoscore.topology.realize import (
+    ExactRealization,
+    UnrealizableError,
+    realize,
+    realize_exact,
+)
+from lumoscore.topology.wiring import (
+    RECORD_COLUMNS,
+    WIRING_KINDS,
+    Wiring,
+    build_wiring,
+    max_gpus,
+    max_pods,
+    read_wiring_map,
+)
+
+__all__ += [
+    "CIRCUIT_COLUMNS",
+    "RECORD_COLUMNS",
+    "WIRING_KINDS",
+    "ExactRealization",
+    "UnrealizableError",
+    "Wiring",
+    "build_wiring",
+    "logical_topology",
+    "ltcr",
+    "max_gpus",
+    "max_pods",
+    "read_wiring_map",
+    "realize",
+    "realize_exact",
+    "verify_circuits",
+]

@@ -1,0 +1,555 @@
+r"""Port-level physical wiring between the spine layer and the OCS layer.
+
+Three wirings of Cross-Wiring §3 (LumosCore §3.1 calls Cross Wiring *Interleaved Wiring*),
+each with or without circulators. The map is the same in every OCS group ``h`` (spine ``h`` of
+every pod joins group ``h``), so a :class:`Wiring` stores, for every spine OCS-facing port
+``(group h, pod p, port k)``, where its egress (Tx) and ingress (Rx) fibres land: the OCS
+*index inside the group* and the OCS port. Everything is built by NumPy broadcasting.
+
+Port model
+----------
+An OCS of ``K_ocs`` OCS ports has ``K_ocs`` N-side and ``K_ocs`` S-side half-ports; a circuit
+joins one N half-port to one S half-port (Cross-Wiring §2.1). ``K = k_spine``.
+
+* **Without circulators** a spine port has a Tx fibre, plugged into the N half of an OCS port,
+  and an Rx fibre, plugged into the S half of an OCS port. ``*_ocs_port`` numbers OCS ports
+  ``0 .. K_ocs - 1``; a circuit N(q) -> S(q') is a directed link Tx -> Rx.
+* **With circulators** a spine port's Tx and Rx share one fibre that lands on *one* half-port,
+  so ``tx_* == rx_*`` and ``*_ocs_port`` numbers half-ports ``0 .. 2 K_ocs - 1``: half-port
+  ``2 q`` is the N side and ``2 q + 1`` the S side of OCS port ``q``. A circuit joins an N and
+  an S half-port and is bidirectional (both directed links exist at once).
+
+Wirings (``psi`` = OCS ports a pod occupies on each OCS of its group)
+---------------------------------------------------------------------
+``uniform``   (TopoOpt; ``psi = 1``; ``K`` OCSes per group)
+    Tx and Rx of port ``k`` go to OCS ``k``, OCS port ``p``. Partially compatible: the ToE
+    problem is NP-complete and some logical topologies cannot be realized (Cross-Wiring
+    Thm 2.1, Fig. 1; LumosCore Fig. 4). With circulators port ``k`` goes to half-port ``p``
+    of OCS ``k`` (``psi = 1/2``): even pods on the N side, odd pods on the S side.
+``dual-link`` (Dual-link Uniform, TPUv4; ``psi = 2``; ``K / 2`` OCSes per group)
+    Tx and Rx of ports ``2k`` and ``2k + 1`` go to OCS ``k``, OCS ports ``2p`` and ``2p + 1``.
+    With circulators port ``2k`` goes to the N half and port ``2k + 1`` to the S half of OCS
+    port ``p`` of OCS ``k`` (``psi = 1``).
+``cross``     (Cross / Interleaved Wiring; ``psi = 1``; ``K`` OCSes per group)
+    The Rx fibres of ports ``2k`` and ``2k + 1`` are swapped: Tx of ``2k`` and Rx of
+    ``2k + 1`` go to OCS ``2k``; Tx of ``2k + 1`` and Rx of ``2k`` go to OCS ``2k + 1``; all on
+    OCS port ``p``. With circulators even ports are joined to odd ports on ``K / 2`` OCSes
+    (Cross-Wiring §3.3: "connecting odd-indexed transceivers to even-indexed ones"): the same
+    map as ``dual-link`` with circulators, ``psi = 1``.
+
+The pod limit is ``floor(K_ocs / psi)``: ``uniform = cross = 2 x dual-link`` without
+circulators (Cross-Wiring Table 3). With circulators every transceiver needs only half an OCS
+port, so ``dual-link`` doubles to ``K_ocs`` pods and ``uniform`` to ``2 K_ocs``. A fully
+compatible wiring cannot go beyond ``K_ocs`` pods with circulators: with one half-port per pod
+on an OCS the N/S sides 2-colour the pods, and pods of the same colour can never be linked
+there (see ``docs/wiring.md``), so ``cross`` with circulators keeps ``K_ocs`` pods and saves
+half of the OCSes instead.
+
+Examples
+--------
+>>> from lumoscore.topology import ClusterSpec
+>>> spec = ClusterSpec(pods=3, k_leaf=2, k_spine=4, tau=1, gpus_per_server=2, ocs_ports=8)
+>>> w = build_wiring(spec, "cross")
+>>> w.tx_ocs[0, 0].tolist(), w.rx_ocs[0, 0].tolist()  # group 0, pod 0, ports 0..3
+([0, 1, 2, 3], [1, 0, 3, 2])
+>>> max_pods("cross", 512), max_pods("dual-link", 512), max_pods("dual-link", 512, True)
+(512, 256, 512)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from numpy.typing import NDArray
+
+from lumoscore.errors import ConfigError
+from lumoscore.topology.cluster import ClusterSpec
+
+__all__ = [
+    "FULLY_COMPATIBLE",
+    "RECORD_COLUMNS",
+    "WIRING_KINDS",
+    "Wiring",
+    "build_wiring",
+    "max_gpus",
+    "max_pods",
+    "ocs_per_group",
+    "psi",
+    "read_wiring_map",
+    "wiring_kind",
+]
+
+IntArray = NDArray[np.int64]
+
+WIRING_KINDS: tuple[str, ...] = ("uniform", "dual-link", "cross")
+"""Canonical wiring names."""
+
+FULLY_COMPATIBLE: dict[str, bool] = {"uniform": False, "dual-link": True, "cross": True}
+"""Whether every symmetric logical topology within fan-out is realizable (Cross-Wiring Table 3)."""
+
+RECORD_COLUMNS: tuple[str, ...] = (
+    "group",
+    "pod",
+    "port",
+    "tx_ocs",
+    "tx_ocs_port",
+    "rx_ocs",
+    "rx_ocs_port",
+)
+"""Columns of the exported map (JSON objects / CSV header), one row per spine OCS-facing port."""
+
+_ALIASES = {
+    "uniform": "uniform",
+    "dual-link": "dual-link",
+    "dual_link": "dual-link",
+    "duallink": "dual-link",
+    "dual": "dual-link",
+    "cross": "cross",
+    "interleaved": "cross",
+}
+
+# OCS ports per pod per OCS, (kind, circulators) -> psi
+_PSI: dict[tuple[str, bool], Fraction] = {
+    ("uniform", False): Fraction(1),
+    ("uniform", True): Fraction(1, 2),
+    ("dual-link", False): Fraction(2),
+    ("dual-link", True): Fraction(1),
+    ("cross", False): Fraction(1),
+    ("cross", True): Fraction(1),
+}
+
+
+def wiring_kind(name: str) -> str:
+    """Canonical wiring name of ``name`` (``interleaved`` is an alias of ``cross``).
+
+    Examples
+    --------
+    >>> wiring_kind("Interleaved"), wiring_kind("dual_link")
+    ('cross', 'dual-link')
+    """
+    key = str(name).strip().lower()
+    if key not in _ALIASES:
+        raise ConfigError(
+            f"wiring: unknown kind {name!r}; allowed: {', '.join(WIRING_KINDS)} "
+            f"(alias: interleaved = cross)"
+        )
+    return _ALIASES[key]
+
+
+def psi(kind: str, circulators: bool = False) -> Fraction:
+    """OCS ports (N/S pairs) one pod occupies on each OCS of its group.
+
+    Examples
+    --------
+    >>> psi("dual-link"), psi("uniform", circulators=True)
+    (Fraction(2, 1), Fraction(1, 2))
+    """
+    return _PSI[(wiring_kind(kind), bool(circulators))]
+
+
+def max_pods(kind: str, ocs_ports: int, circulators: bool = False) -> int:
+    """Most pods the wiring can join with OCSes of ``ocs_ports`` ports: ``floor(K_ocs / psi)``.
+
+    Examples
+    --------
+    >>> [max_pods(k, 320) for k in ("uniform", "dual-link", "cross")]
+    [320, 160, 320]
+    >>> [max_pods(k, 320, circulators=True) for k in ("uniform", "dual-link", "cross")]
+    [640, 320, 320]
+    """
+    if int(ocs_ports) < 1:
+        raise ConfigError(f"ocs_ports must be >= 1, got {ocs_ports}")
+    return int(Fraction(int(ocs_ports)) / psi(kind, circulators))
+
+
+def max_gpus(
+    kind: str,
+    ocs_ports: int,
+    circulators: bool = False,
+    *,
+    gpus_per_pod: int,
+) -> int:
+    """Largest cluster of the wiring: ``max_pods * gpus_per_pod`` (Cross-Wiring Table 3).
+
+    ``K_ocs / psi`` pods, each with ``gpus_per_pod = k_leaf * k_spine / tau`` GPUs.
+
+    Examples
+    --------
+    >>> max_gpus("cross", 512, gpus_per_pod=16 * 16 // 2)
+    65536
+    >>> max_gpus("dual-link", 512, gpus_per_pod=128)
+    32768
+    """
+    if int(gpus_per_pod) < 1:
+        raise ConfigError(f"gpus_per_pod must be >= 1, got {gpus_per_pod}")
+    return max_pods(kind, ocs_ports, circulators) * int(gpus_per_pod)
+
+
+def ocs_per_group(kind: str, k_spine: int, circulators: bool = False) -> int:
+    """OCSes in one group under the wiring: ``k_spine``, or ``k_spine / 2`` when ``psi``
+    counts two spine ports per pod per OCS (``dual-link``; ``cross`` with circulators).
+
+    Examples
+    --------
+    >>> ocs_per_group("cross", 16), ocs_per_group("dual-link", 16), ocs_per_group("cross", 16, True)
+    (16, 8, 8)
+    """
+    kind = wiring_kind(kind)
+    if kind == "uniform":
+        return int(k_spine)
+    if kind == "cross" and not circulators:
+        return int(k_spine)
+    return int(k_spine) // 2
+
+
+def _group_map(
+    kind: str, circulators: bool, pods: int, k: int
+) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """The ``(P, K)`` maps of one group: tx_ocs, tx_ocs_port, rx_ocs, rx_ocs_port."""
+    p = np.arange(pods, dtype=np.int64)[:, None]
+    port = np.arange(k, dtype=np.int64)[None, :]
+    shape = (pods, k)
+    if kind == "uniform":
+        ocs = np.broadcast_to(port, shape)
+        q = np.broadcast_to(p, shape)  # OCS port p, or half-port p with circulators
+        return ocs, q, ocs, q
+    if kind == "dual-link" and not circulators:
+        ocs = np.broadcast_to(port // 2, shape)
+        q = 2 * p + port % 2
+        return ocs, q, ocs, q
+    if circulators:  # dual-link and cross: port 2k -> N(p), port 2k+1 -> S(p) of OCS k
+        ocs = np.broadcast_to(port // 2, shape)
+        half = 2 * p + port % 2
+        return ocs, half, ocs, half
+    # cross without circulators: Tx of k -> OCS k, Rx of k -> OCS k xor 1, OCS port p
+    tx = np.broadcast_to(port, shape)
+    rx = np.broadcast_to(port ^ 1, shape)
+    q = np.broadcast_to(p, shape)
+    return tx, q, rx, q
+
+
+def _atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder + ``os.replace``."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True, eq=False)
+class Wiring:
+    """Port-level physical topology of a whole cluster (read-only arrays).
+
+    Attributes
+    ----------
+    kind : str
+        ``"uniform"``, ``"dual-link"`` or ``"cross"``.
+    circulators : bool
+        Whether every spine port's Tx and Rx share one fibre through a circulator.
+    spec : ClusterSpec
+        The cluster.
+    tx_ocs, tx_ocs_port, rx_ocs, rx_ocs_port : numpy.ndarray
+        ``int64`` arrays of shape ``(H, P, K)`` (groups, pods, OCS-facing ports per spine):
+        OCS index inside the group and OCS port (half-port with circulators) where the Tx and
+        the Rx fibre of spine port ``(h, p, k)`` land.
+    """
+
+    kind: str
+    circulators: bool
+    spec: ClusterSpec
+    tx_ocs: IntArray
+    tx_ocs_port: IntArray
+    rx_ocs: IntArray
+    rx_ocs_port: IntArray
+
+    # ---- sizes ----------------------------------------------------------------------------
+    @property
+    def groups(self) -> int:
+        """OCS groups ``H``."""
+        return int(self.tx_ocs.shape[0])
+
+    @property
+    def pods(self) -> int:
+        """Pods ``P``."""
+        return int(self.tx_ocs.shape[1])
+
+    @property
+    def ports(self) -> int:
+        """OCS-facing ports per spine ``K = k_spine``."""
+        return int(self.tx_ocs.shape[2])
+
+    @property
+    def ocs_per_group(self) -> int:
+        """OCSes per group under this wiring."""
+        return ocs_per_group(self.kind, self.ports, self.circulators)
+
+    @property
+    def ocs_count(self) -> int:
+        """OCSes in the cluster under this wiring."""
+        return self.groups * self.ocs_per_group
+
+    @property
+    def psi(self) -> Fraction:
+        """OCS ports one pod occupies on each OCS."""
+        return psi(self.kind, self.circulators)
+
+    @property
+    def port_slots(self) -> int:
+        """Range of ``*_ocs_port``: ``K_ocs`` OCS ports, or ``2 K_ocs`` half-ports."""
+        return self.spec.ocs_ports * (2 if self.circulators else 1)
+
+    @property
+    def ocs_ports_used(self) -> int:
+        """OCS ports (N/S pairs) in use on each OCS: ``ceil(P * psi)``."""
+        used = Fraction(self.pods) * self.psi
+        return -(-used.numerator // used.denominator)
+
+    @property
+    def max_pods(self) -> int:
+        """Most pods this wiring supports with the spec's OCS port count."""
+        return max_pods(self.kind, self.spec.ocs_ports, self.circulators)
+
+    @property
+    def max_gpus(self) -> int:
+        """Largest cluster of this wiring with the spec's pod size and OCS port count."""
+        return max_gpus(
+            self.kind, self.spec.ocs_ports, self.circulators, gpus_per_pod=self.spec.gpus_per_pod
+        )
+
+    @property
+    def fully_compatible(self) -> bool:
+        """Every symmetric logical topology within fan-out is realizable."""
+        return FULLY_COMPATIBLE[self.kind]
+
+    # ---- N/S sides --------------------------------------------------------------------------
+    def tx_side(self) -> IntArray:
+        """Side (0 = N, 1 = S) of the half-port carrying each port's Tx, shape ``(H, P, K)``."""
+        if self.circulators:
+            return self.tx_ocs_port % 2
+        return np.zeros_like(self.tx_ocs_port)
+
+    def rx_side(self) -> IntArray:
+        """Side (0 = N, 1 = S) of the half-port carrying each port's Rx, shape ``(H, P, K)``."""
+        if self.circulators:
+            return self.rx_ocs_port % 2
+        return np.ones_like(self.rx_ocs_port)
+
+    def tx_half_port(self) -> IntArray:
+        """Half-port id ``2 q + side`` of each Tx fibre (the same numbering in both modes)."""
+        return self.tx_ocs_port if self.circulators else 2 * self.tx_ocs_port
+
+    def rx_half_port(self) -> IntArray:
+        """Half-port id ``2 q + side`` of each Rx fibre."""
+        return self.rx_ocs_port if self.circulators else 2 * self.rx_ocs_port + 1
+
+    # ---- summaries and exports --------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        """Sizes of the wiring as a plain dict."""
+        return {
+            "wiring": self.kind,
+            "circulators": self.circulators,
+            "pods": self.pods,
+            "ocs_groups": self.groups,
+            "ocs_per_group": self.ocs_per_group,
+            "ocs_count": self.ocs_count,
+            "ocs_ports": self.spec.ocs_ports,
+            "ocs_ports_used": self.ocs_ports_used,
+            "ocs_port_unit": "half-port" if self.circulators else "ocs-port",
+            "psi": float(self.psi),
+            "spine_ports_per_group": self.pods * self.ports,
+            "spine_ports": self.groups * self.pods * self.ports,
+            "k_spine": self.ports,
+            "gpus": self.spec.gpus,
+            "max_pods": self.max_pods,
+            "max_gpus": self.max_gpus,
+            "fully_compatible": self.fully_compatible,
+        }
+
+    def to_array(self) -> IntArray:
+        """The map as an ``(H * P * K, 7)`` ``int64`` array in :data:`RECORD_COLUMNS` order.
+
+        Rows are ordered by group, pod, port.
+        """
+        h, p, k = np.indices(self.tx_ocs.shape).reshape(3, -1)
+        cols = (h, p, k, self.tx_ocs, self.tx_ocs_port, self.rx_ocs, self.rx_ocs_port)
+        return np.column_stack([np.ravel(c) for c in cols]).astype(np.int64)
+
+    def to_records(self) -> list[dict[str, int]]:
+        """One dict per spine port with the keys of :data:`RECORD_COLUMNS`."""
+        return [dict(zip(RECORD_COLUMNS, row, strict=True)) for row in self.to_array().tolist()]
+
+    def to_json(self, path: str | Path) -> None:
+        """Write :meth:`to_records` as a JSON list (atomically)."""
+        _atomic_write_text(path, json.dumps(self.to_records(), indent=1) + "\n")
+
+    def to_csv(self, path: str | Path) -> None:
+        """Write the map as CSV with the :data:`RECORD_COLUMNS` header (atomically)."""
+        arr = self.to_array()
+        lines = [",".join(RECORD_COLUMNS)]
+        if arr.size:
+            body = np.char.mod("%d", arr)
+            lines.extend(",".join(r) for r in body.tolist())
+        _atomic_write_text(path, "\n".join(lines) + "\n")
+
+    def to_networkx(self) -> nx.DiGraph:
+        """Directed graph of spine ports, OCS half-ports and fibres.
+
+        Nodes
+            ``("spine", h, p, k)`` -- spine port ``k`` of pod ``p`` in group ``h``; attributes
+            ``type="spine_port", group, pod, port``.
+            ``("ocs", h, o, s)`` -- half-port ``s = 2 q + side`` of OCS ``o`` in group ``h``;
+            attributes ``type="ocs_half_port", group, ocs, ocs_port=q, side="N"|"S"``.
+        Edges
+            Tx fibre ``spine -> ocs`` and Rx fibre ``ocs -> spine``, attribute
+            ``fiber="tx"|"rx"``. With circulators both edges touch the same half-port.
+        """
+        g = nx.DiGraph(kind=self.kind, circulators=self.circulators)
+        arr = self.to_array()
+        h, p, k = arr[:, 0], arr[:, 1], arr[:, 2]
+        tx_h = self.tx_half_port().ravel()
+        rx_h = self.rx_half_port().ravel()
+        spine = list(zip(h.tolist(), p.tolist(), k.tolist(), strict=True))
+        g.add_nodes_from(
+            (("spine", a, b, c), {"type": "spine_port", "group": a, "pod": b, "port": c})
+            for a, b, c in spine
+        )
+        ends = np.unique(
+            np.concatenate(
+                [np.column_stack([h, arr[:, 3], tx_h]), np.column_stack([h, arr[:, 5], rx_h])]
+            ),
+            axis=0,
+        )
+        g.add_nodes_from(
+            (
+                ("ocs", a, o, s),
+                {
+                    "type": "ocs_half_port",
+                    "group": a,
+                    "ocs": o,
+                    "ocs_port": s // 2,
+                    "side": "NS"[s % 2],
+                },
+            )
+            for a, o, s in ends.tolist()
+        )
+        g.add_edges_from(
+            (("spine", a, b, c), ("ocs", a, o, s), {"fiber": "tx"})
+            for (a, b, c), o, s in zip(spine, arr[:, 3].tolist(), tx_h.tolist(), strict=True)
+        )
+        g.add_edges_from(
+            (("ocs", a, o, s), ("spine", a, b, c), {"fiber": "rx"})
+            for (a, b, c), o, s in zip(spine, arr[:, 5].tolist(), rx_h.tolist(), strict=True)
+        )
+        return g
+
+
+def _validate(spec: ClusterSpec, kind: str, circulators: bool) -> None:
+    if kind in ("cross", "dual-link") and spec.k_spine % 2:
+        raise ConfigError(
+            f"k_spine: {kind} wiring pairs OCS-facing ports 2k and 2k+1, so k_spine must be "
+            f"even, got {spec.k_spine}"
+        )
+    limit = max_pods(kind, spec.ocs_ports, circulators)
+    if spec.pods > limit:
+        circ = "with" if circulators else "without"
+        raise ConfigError(
+            f"pods: {spec.pods} pods do not fit {kind} wiring {circ} circulators on "
+            f"{spec.ocs_ports}-port OCSes (psi = {psi(kind, circulators)}): at most {limit} "
+            f"pods; use more OCS ports, circulators, or another wiring "
+            f"({', '.join(WIRING_KINDS)})"
+        )
+
+
+def build_wiring(spec: ClusterSpec, kind: str = "cross", circulators: bool = False) -> Wiring:
+    """Port-level map of ``spec`` under wiring ``kind``.
+
+    Parameters
+    ----------
+    spec : ClusterSpec
+        The cluster (pods, ``k_spine`` OCS-facing ports per spine, ``ocs_ports`` per OCS).
+    kind : str
+        ``"uniform"``, ``"dual-link"`` or ``"cross"`` (alias ``"interleaved"``).
+    circulators : bool
+        Tx and Rx of each spine port share one fibre (one half-port).
+
+    Raises
+    ------
+    ConfigError
+        Unknown ``kind``, odd ``k_spine`` for a paired wiring, or more pods than
+        :func:`max_pods` allows.
+
+    Examples
+    --------
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=2, k_leaf=2, k_spine=4, tau=1, gpus_per_server=2, ocs_ports=4)
+    >>> w = build_wiring(spec, "dual-link")
+    >>> w.tx_ocs.shape, w.ocs_per_group, w.tx_ocs_port[0, 1].tolist()
+    ((2, 2, 4), 2, [2, 3, 2, 3])
+    >>> build_wiring(spec, "uniform", circulators=True).tx_ocs_port[0, 1].tolist()
+    [1, 1, 1, 1]
+    """
+    if not isinstance(spec, ClusterSpec):
+        raise ConfigError(f"spec must be a ClusterSpec, got {type(spec).__name__}")
+    kind = wiring_kind(kind)
+    circulators = bool(circulators)
+    _validate(spec, kind, circulators)
+    shape = (spec.ocs_groups, spec.pods, spec.k_spine)
+    arrays = []
+    for a in _group_map(kind, circulators, spec.pods, spec.k_spine):
+        full = np.broadcast_to(np.asarray(a, dtype=np.int64), shape)
+        arrays.append(full)  # read-only views: the map is the same in every group
+    return Wiring(kind, circulators, spec, *arrays)
+
+
+def read_wiring_map(path: str | Path) -> IntArray:
+    """Read a map written by :meth:`Wiring.to_json` or :meth:`Wiring.to_csv`.
+
+    Returns the ``(n, 7)`` ``int64`` array in :data:`RECORD_COLUMNS` order (compare it with
+    :meth:`Wiring.to_array`).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=2, k_leaf=2, k_spine=2, tau=1, gpus_per_server=2, ocs_ports=2)
+    >>> w = build_wiring(spec)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     w.to_csv(os.path.join(d, "m.csv"))
+    ...     bool((read_wiring_map(os.path.join(d, "m.csv")) == w.to_array()).all())
+    True
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such file") from None
+    if p.suffix.lower() == ".json":
+        try:
+            rows = json.loads(text)
+            return np.array(
+                [[int(r[c]) for c in RECORD_COLUMNS] for r in rows], dtype=np.int64
+            ).reshape(-1, len(RECORD_COLUMNS))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{p}: not a wiring map ({exc})") from None
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines or tuple(c.strip() for c in lines[0].split(",")) != RECORD_COLUMNS:
+        raise ConfigError(f"{p}: CSV header must be {','.join(RECORD_COLUMNS)}")
+    try:
+        data = np.array([ln.split(",") for ln in lines[1:]], dtype=np.int64)
+    except ValueError as exc:
+        raise ConfigError(f"{p}: not a wiring map ({exc})") from None
+    return data.reshape(-1, len(RECORD_COLUMNS))
