@@ -1,0 +1,5 @@
+"""The flow-level simulator: event core, max-min fair rates, queue policies, metrics."""
+
+from lumoscore.sim.maxmin import MaxMinResult, incidence, maxmin_rates
+
+__all__ = ["MaxMinResult", "incidence", "maxmin_rates"]
