@@ -8,6 +8,17 @@ from lumoscore.workload.distributions import (
     SizeMix,
 )
 from lumoscore.workload.errors import TraceFormatError
+from lumoscore.workload.importers import (
+    ResultsLog,
+    format_joblist,
+    format_results_log,
+    import_helios,
+    parse_joblist,
+    read_joblist,
+    read_results_log,
+    write_joblist,
+    write_results_log,
+)
 from lumoscore.workload.job import (
     COLLECTIVES,
     MODEL_SHARES,
@@ -37,6 +48,7 @@ __all__ = [
     "ExposedShares",
     "Job",
     "Preset",
+    "ResultsLog",
     "ShiftedLogNormal",
     "SizeMix",
     "Trace",
@@ -44,10 +56,18 @@ __all__ = [
     "TraceMeta",
     "arrival_rate_per_s",
     "calibrate_beta",
+    "format_joblist",
+    "format_results_log",
     "generate_trace",
     "get_preset",
+    "import_helios",
+    "parse_joblist",
+    "read_joblist",
+    "read_results_log",
     "read_trace",
     "with_level",
     "workload_level",
+    "write_joblist",
+    "write_results_log",
     "write_trace",
 ]

@@ -173,7 +173,7 @@ def _read_csv(path: Path) -> Trace:
         match = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
         if match is None:
             raise TraceFormatError(f"{source}: cannot parse CSV: {exc}") from None
-        line = int(match.group(2)) + comments
+        line = int(match.group(2))  # pandas counts the skipped comment lines too
         raise TraceFormatError(
             f"{source}: line {line}: expected {match.group(1)} fields, saw {match.group(3)}",
             f"line {line}",
