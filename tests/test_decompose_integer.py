@@ -7,7 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lumoscore.decompose import check_integer_decomposition, integer_decomposition
+from lumoscore.decompose import (
+    check_integer_decomposition,
+    integer_decomposition,
+    integer_decomposition_sparse,
+)
 
 PRIMES = [2, 3, 5, 7, 13, 31, 61, 127, 131, 251, 293]
 POWERS_OF_TWO = [1, 2, 4, 8, 16, 32, 64, 128, 256]
@@ -54,6 +58,18 @@ def test_meets_theorem(C: np.ndarray, K: int) -> None:
     assert_theorem(C, X, K)
     # Beyond the theorem: every part's grand total is balanced too.
     assert floor_ceil_ok(X.sum(axis=(1, 2)), np.array(C.sum()), K)
+
+
+@settings(max_examples=100, deadline=None)
+@given(integer_matrices(max_n=24), parts)
+def test_sparse_form_matches_dense(C: np.ndarray, K: int) -> None:
+    sparse = integer_decomposition_sparse(C, K)
+    assert sparse.shape == (K, *C.shape)
+    assert (sparse.value > 0).all()
+    keys = np.stack([sparse.part, sparse.row, sparse.col])
+    assert (np.diff(np.ravel_multi_index(keys, sparse.shape)) > 0).all()  # sorted, unique
+    assert (sparse.to_dense() == integer_decomposition(C, K)).all()
+    assert_theorem(C, sparse.to_dense(), K)
 
 
 @settings(max_examples=100, deadline=None)

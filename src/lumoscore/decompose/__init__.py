@@ -7,7 +7,8 @@ with OR-Tools' min-cost flow:
 * :func:`symmetric_decomposition` -- ``C = A + A.T`` with balanced row/column sums
   (entrywise balanced by default, or closest to a preferred ``A``).
 * :func:`integer_decomposition` -- ``C = X[0] + ... + X[K-1]`` with every part's entries,
-  row sums and column sums within ``floor``/``ceil`` of ``1/K`` of ``C``'s.
+  row sums and column sums within ``floor``/``ceil`` of ``1/K`` of ``C``'s;
+  :func:`integer_decomposition_sparse` returns the same parts as COO arrays.
 * :func:`check_symmetric_decomposition`, :func:`check_integer_decomposition` -- vectorized
   checkers returning human-readable violations (empty list = valid).
 
@@ -32,7 +33,12 @@ from lumoscore.decompose.errors import (
     NotSymmetricError,
     OddDiagonalError,
 )
-from lumoscore.decompose.integer import check_integer_decomposition, integer_decomposition
+from lumoscore.decompose.integer import (
+    SparseParts,
+    check_integer_decomposition,
+    integer_decomposition,
+    integer_decomposition_sparse,
+)
 from lumoscore.decompose.symmetric import (
     check_symmetric_decomposition,
     symmetric_decomposition,
@@ -45,8 +51,10 @@ __all__ = [
     "NonIntegerError",
     "NotSymmetricError",
     "OddDiagonalError",
+    "SparseParts",
     "check_integer_decomposition",
     "check_symmetric_decomposition",
     "integer_decomposition",
+    "integer_decomposition_sparse",
     "symmetric_decomposition",
 ]

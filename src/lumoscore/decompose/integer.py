@@ -38,15 +38,19 @@ Batching
 All sub-problems of one recursion depth are independent. They are stored as one sparse list of
 ``(sub-problem, row, column, value)`` entries (only non-zero values: every part's support lies
 in the support of ``C``), and one depth is **one** OR-Tools solve over disjoint node ranges,
-so the whole decomposition is ``ceil(log2 K)`` C++ calls. Rows/columns are renumbered with
-:func:`numpy.unique` per depth, so the work per depth is ``O(E log E)`` with ``E`` the number
-of non-zero entries alive at that depth (``E <= min(nnz(C) * 2^depth, sum(C))``), plus the
-flow. The flow networks have unit-capacity entry arcs and at most ``2E + 2P`` nodes. The
-output ``(K, I, J)`` array is written once, by a scatter, when a sub-problem reaches ``K = 1``.
+so the whole decomposition is ``ceil(log2 K)`` C++ calls. The (sub-problem, row) and
+(sub-problem, column) pairs alive at a depth are renumbered densely (an occupancy table, or
+:func:`numpy.unique` when the key space is much larger than the entry list), so the work per
+depth is ``O(E)`` (``O(E log E)`` in the sparse case) with ``E`` the number of non-zero
+entries alive at that depth (``E <= min(nnz(C) * 2^depth, sum(C))``), plus the flow.
+The flow networks have unit-capacity entry arcs and at most ``2E + 2P`` nodes. The finished
+parts are collected as COO entries (:func:`integer_decomposition_sparse`) and scattered once
+into the dense ``(K, I, J)`` array (:func:`integer_decomposition`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -56,12 +60,31 @@ from lumoscore.decompose.flow import solve_bounded_flow
 from lumoscore.decompose.reporting import describe_violations, floor_ceil_div
 from lumoscore.decompose.validation import MAX_TOTAL, as_integer_matrix, as_parts
 
-__all__ = ["check_integer_decomposition", "integer_decomposition"]
+__all__ = [
+    "SparseParts",
+    "check_integer_decomposition",
+    "integer_decomposition",
+    "integer_decomposition_sparse",
+]
 
 
 def _sum_by(keys: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
     """Exact integer group sums (weights below 2**53, guaranteed by ``MAX_TOTAL``)."""
     return np.rint(np.bincount(keys, weights=weights, minlength=n)).astype(np.int64)
+
+
+def _compact(keys: np.ndarray, num_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)`` for keys in ``[0, num_keys)``.
+
+    Uses an ``O(num_keys)`` occupancy table when that is not much larger than ``keys`` (no
+    sort), and :func:`numpy.unique` otherwise.
+    """
+    if num_keys > 8 * keys.size + 4096:
+        return np.unique(keys, return_inverse=True)
+    used = np.zeros(num_keys, dtype=bool)
+    used[keys] = True
+    ids = np.cumsum(used) - 1
+    return np.flatnonzero(used), ids[keys]
 
 
 def _round_bounds(
@@ -94,8 +117,8 @@ def _split_level(
     y = num // k
     frac = np.flatnonzero(num % k)
 
-    row_keys, row_of = np.unique(prob * num_rows + r, return_inverse=True)
-    col_keys, col_of = np.unique(prob * num_cols + c, return_inverse=True)
+    row_keys, row_of = _compact(prob * num_rows + r, P * num_rows)
+    col_keys, col_of = _compact(prob * num_cols + c, P * num_cols)
     row_prob = row_keys // num_rows
     col_prob = col_keys // num_cols
     n_rows, n_cols = row_keys.size, col_keys.size
@@ -127,6 +150,91 @@ def _split_level(
     )
     y[frac] += flow[: frac.size]
     return y
+
+
+@dataclass(frozen=True)
+class SparseParts:
+    """The non-zero entries of a ``(K, I, J)`` decomposition in coordinate (COO) form.
+
+    Entry ``n`` says ``X[part[n], row[n], col[n]] == value[n]``; all other entries are zero.
+    Entries are sorted by ``(part, row, col)``. For large ``K`` this is far smaller than the
+    dense array (1024 pods, ``K = 128``: ~130k entries instead of a 1 GiB array).
+
+    Attributes
+    ----------
+    shape : tuple of int
+        ``(K, I, J)``.
+    part, row, col, value : numpy.ndarray
+        Parallel ``int64`` arrays; ``value > 0``.
+    """
+
+    shape: tuple[int, int, int]
+    part: np.ndarray
+    row: np.ndarray
+    col: np.ndarray
+    value: np.ndarray
+
+    def to_dense(self) -> np.ndarray:
+        """Return the ``int64`` array of shape :attr:`shape`.
+
+        Examples
+        --------
+        >>> integer_decomposition_sparse([[3]], 2).to_dense()[:, 0, 0].tolist()
+        [1, 2]
+        """
+        X = np.zeros(self.shape, dtype=np.int64)
+        X[self.part, self.row, self.col] = self.value
+        return X
+
+
+def _decompose_entries(
+    C: np.ndarray, K: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Divide and conquer; returns unsorted COO arrays ``(part, row, col, value)``."""
+    I, J = C.shape
+    r, c = np.nonzero(C)
+    v = C[r, c]
+    prob = np.zeros(v.size, dtype=np.int64)
+    start = np.zeros(1, dtype=np.int64)  # first part index of each sub-problem
+    size = np.full(1, K, dtype=np.int64)  # number of parts of each sub-problem
+    finished: list[tuple[np.ndarray, ...]] = []
+    while v.size:
+        done = size == 1
+        if done.any():
+            hit = done[prob]
+            finished.append((start[prob[hit]], r[hit], c[hit], v[hit]))
+            alive = ~hit
+            renumber = np.cumsum(~done) - 1
+            prob, r, c, v = renumber[prob[alive]], r[alive], c[alive], v[alive]
+            start, size = start[~done], size[~done]
+            if not v.size:
+                break
+        half = size // 2
+        y = _split_level(prob, r, c, v, size, half, I, J)
+        rest = v - y
+        start = np.stack([start, start + half], axis=1).ravel()
+        size = np.stack([half, size - half], axis=1).ravel()
+        keep_y = y > 0
+        keep_rest = rest > 0
+        prob = np.concatenate([2 * prob[keep_y], 2 * prob[keep_rest] + 1])
+        r = np.concatenate([r[keep_y], r[keep_rest]])
+        c = np.concatenate([c[keep_y], c[keep_rest]])
+        v = np.concatenate([y[keep_y], rest[keep_rest]])
+    if not finished:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    part, row, col, value = (np.concatenate(parts) for parts in zip(*finished, strict=True))
+    return part, row, col, value
+
+
+def _validated(C: Any, K: Any) -> tuple[np.ndarray, int]:
+    C = as_integer_matrix(C, name="C")
+    K = as_parts(K)
+    if int(C.sum()) * K > MAX_TOTAL:
+        raise DecompositionInputError(
+            f"C.sum() * K = {int(C.sum()) * K} is too large; allowed: at most {MAX_TOTAL}"
+        )
+    return C, K
 
 
 def integer_decomposition(C: Any, K: Any) -> np.ndarray:
@@ -172,44 +280,46 @@ def integer_decomposition(C: Any, K: Any) -> np.ndarray:
     >>> integer_decomposition([[5]], 3)[:, 0, 0].tolist()
     [1, 2, 2]
     """
-    C = as_integer_matrix(C, name="C")
-    K = as_parts(K)
-    if int(C.sum()) * K > MAX_TOTAL:
-        raise DecompositionInputError(
-            f"C.sum() * K = {int(C.sum()) * K} is too large; allowed: at most {MAX_TOTAL}"
-        )
-    I, J = C.shape
-    X = np.zeros((K, I, J), dtype=np.int64)
-    r, c = np.nonzero(C)
-    v = C[r, c]
-    prob = np.zeros(v.size, dtype=np.int64)
-    start = np.zeros(1, dtype=np.int64)  # first part index of each sub-problem
-    size = np.full(1, K, dtype=np.int64)  # number of parts of each sub-problem
-    while v.size:
-        done = size == 1
-        if done.any():
-            hit = done[prob]
-            X[start[prob[hit]], r[hit], c[hit]] = v[hit]
-            if done.all():
-                break
-            alive = ~hit
-            renumber = np.cumsum(~done) - 1
-            prob, r, c, v = renumber[prob[alive]], r[alive], c[alive], v[alive]
-            start, size = start[~done], size[~done]
-            if not v.size:
-                break
-        half = size // 2
-        y = _split_level(prob, r, c, v, size, half, I, J)
-        rest = v - y
-        start = np.stack([start, start + half], axis=1).ravel()
-        size = np.stack([half, size - half], axis=1).ravel()
-        keep_y = y > 0
-        keep_rest = rest > 0
-        prob = np.concatenate([2 * prob[keep_y], 2 * prob[keep_rest] + 1])
-        r = np.concatenate([r[keep_y], r[keep_rest]])
-        c = np.concatenate([c[keep_y], c[keep_rest]])
-        v = np.concatenate([y[keep_y], rest[keep_rest]])
+    C, K = _validated(C, K)
+    part, row, col, value = _decompose_entries(C, K)
+    X = np.zeros((K, *C.shape), dtype=np.int64)
+    X[part, row, col] = value
     return X
+
+
+def integer_decomposition_sparse(C: Any, K: Any) -> SparseParts:
+    """:func:`integer_decomposition` returning only the non-zero entries (COO form).
+
+    Same algorithm, guarantees and errors; use it when ``K * I * J`` is large (the dense
+    result for 1024 pods and ``K = 128`` is 1 GiB, most of the run time being the first touch
+    of that memory).
+
+    Parameters
+    ----------
+    C : array_like
+        Non-negative integer ``I x J`` matrix.
+    K : int
+        Number of parts, ``K >= 1``.
+
+    Returns
+    -------
+    SparseParts
+        The entries of ``X``, sorted by ``(part, row, col)``; ``.to_dense()`` gives the array
+        :func:`integer_decomposition` returns.
+
+    Examples
+    --------
+    >>> parts = integer_decomposition_sparse([[3, 1], [0, 2]], 2)
+    >>> parts.shape, parts.value.sum().item()
+    ((2, 2, 2), 6)
+    >>> check_integer_decomposition([[3, 1], [0, 2]], parts.to_dense())
+    []
+    """
+    C, K = _validated(C, K)
+    part, row, col, value = _decompose_entries(C, K)
+    I, J = C.shape
+    order = np.argsort((part * I + row) * J + col, kind="stable")
+    return SparseParts((K, I, J), part[order], row[order], col[order], value[order])
 
 
 def check_integer_decomposition(C: Any, X: Any, K: Any = None) -> list[str]:
