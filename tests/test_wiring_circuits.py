@@ -51,7 +51,7 @@ def test_largest_full_fan_out_instances() -> None:
 
 
 def test_tx_used_twice(setup: tuple) -> None:
-    w, x, C = setup
+    w, x, _C = setup
     # add a second circuit from an already used Tx, on its own OCS, to a free... any Rx
     row = x[0].copy()
     bad = np.vstack([x, row])
@@ -62,7 +62,7 @@ def test_tx_used_twice(setup: tuple) -> None:
 
 
 def test_rx_used_twice(setup: tuple) -> None:
-    w, x, C = setup
+    w, x, _C = setup
     # redirect a circuit to the Rx of another circuit on the same OCS
     same_ocs = np.flatnonzero((x[:, 0] == x[0, 0]) & (x[:, 1] == x[0, 1]))
     j = same_ocs[1]
@@ -76,7 +76,7 @@ def test_rx_used_twice(setup: tuple) -> None:
 
 
 def test_tx_not_wired_to_the_ocs(setup: tuple) -> None:
-    w, x, C = setup
+    w, x, _C = setup
     bad = x.copy()
     bad[0, 1] = (x[0, 1] + 1) % w.ocs_per_group
     msgs = verify_circuits(w, bad)
@@ -89,10 +89,10 @@ def test_tx_not_wired_to_the_ocs(setup: tuple) -> None:
 
 
 def test_rx_not_wired_to_the_ocs(setup: tuple) -> None:
-    w, x, C = setup
+    w, x, _C = setup
     bad = x.copy()
     # move the Rx end to another port of the same pod whose Rx is on another OCS
-    rp, rk = x[0, 4], x[0, 5]
+    rp, _rk = x[0, 4], x[0, 5]
     other = next(k for k in range(w.ports) if w.rx_ocs[x[0, 0], rp, k] != x[0, 1])
     bad[0, 5] = other
     msgs = verify_circuits(w, bad)
@@ -107,7 +107,7 @@ def test_missing_mirror(setup: tuple) -> None:
     w, x, C = setup
     bad = x[1:]
     msgs = verify_circuits(w, bad)
-    g, o, tp, tk, rp, rk = x[0]
+    g, _o, tp, tk, rp, rk = x[0]
     sym = [m for m in msgs if "constraint (4)" in m]
     assert len(sym) == 1
     assert f"group {g}: circuit OCS" in sym[0]
@@ -136,7 +136,7 @@ def test_logical_topology_mismatch(setup: tuple) -> None:
 
 
 def test_out_of_range_rows(setup: tuple) -> None:
-    w, x, C = setup
+    w, x, _C = setup
     bad = np.vstack([x, [[0, 99, 0, 0, 1, 1]], [[0, 0, 0, 0, w.pods, 0]]])
     msgs = verify_circuits(w, bad)
     assert sum("out of range" in m for m in msgs) == 2
@@ -154,7 +154,7 @@ def test_circulator_circuit_must_join_n_and_s() -> None:
 
 
 def test_message_count_is_capped(setup: tuple) -> None:
-    w, x, C = setup
+    w, x, _C = setup
     bad = x[x[:, 1] % 2 == 0]  # drop many mirrors at once
     msgs = verify_circuits(w, bad)
     assert len([m for m in msgs if "constraint (4)" in m]) <= MAX_MESSAGES_PER_CHECK
@@ -163,7 +163,7 @@ def test_message_count_is_capped(setup: tuple) -> None:
 def test_ltcr_closed_form(setup: tuple) -> None:
     w, x, C = setup
     # drop one bidirectional link (both circuits): LTCR = 1 - 2 / sum(C) per group
-    g, o, tp, tk, rp, rk = x[0]
+    g, _o, tp, tk, rp, rk = x[0]
     mirror = np.flatnonzero(
         (x[:, 0] == g) & (x[:, 2] == rp) & (x[:, 3] == rk) & (x[:, 4] == tp) & (x[:, 5] == tk)
     )

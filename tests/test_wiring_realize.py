@@ -183,7 +183,7 @@ def test_unrealizable_inputs_name_the_pod() -> None:
     assert issubclass(UnrealizableError, InfeasibleError)
     with pytest.raises(UnrealizableError, match=r"group 0: C\[0, 1\] = 1 != C\[1, 0\] = 0"):
         realize([[0, 1, 0], [0, 0, 0], [0, 0, 0]], w)
-    with pytest.raises(UnrealizableError, match="pod 1 needs 3 links .* k_spine = 2"):
+    with pytest.raises(UnrealizableError, match=r"pod 1 needs 3 links .* k_spine = 2"):
         realize([[0, 2, 0], [2, 0, 1], [0, 1, 0]], w)
     with pytest.raises(UnrealizableError, match="pod 2 has 2 links to itself"):
         realize([[0, 0, 0], [0, 0, 0], [0, 0, 2]], w)
