@@ -1,0 +1,265 @@
+"""Merge-decomposition min-cost flow (MDMCF): minimal rewiring on Cross Wiring.
+
+Cross Wiring §5 and Appendix D (LumosCore Appendix A.1). After the symmetric decomposition
+``C = A + A.T`` the forward ("even") sub-topology must realize ``A`` over the channels of the
+group (channel ``c`` = the OCS pair ``(2c, 2c+1)``), while changing as few per-OCS pod-pair
+circuit counts as possible (objective (26)); the backward sub-topology is its mirror.
+
+Two channels (Appendix D.2, Theorem 5.1)
+----------------------------------------
+With ``x`` the units of ``A_ij`` put in the first channel, the second gets ``A_ij - x``, and the
+rewiring cost ``f_ij(x) = (u1_ij - x)^+ + (u2_ij - A_ij + x)^+`` (circuits of the current
+configuration that disappear) is convex piecewise linear with slopes -1, 0, +1 between the
+break points ``clip(u1_ij)`` and ``clip(A_ij - u2_ij)``. One arc per linear piece from row node
+``i`` to column node ``j`` models it exactly; row ``i`` must send between
+``R_i - G2_i`` and ``min(G1_i, R_i)`` units (the ports of pod ``i`` in each channel), column
+``j`` likewise. Minimising the removed circuits minimises ``sum |x - u|`` because the total of
+``x`` is fixed. The network is a bounded circulation (source, sink, lower bounds moved into
+node supplies) solved exactly by OR-Tools' ``SimpleMinCostFlow``: the optimum of the ILP
+(21)-(26) for two channels.
+
+More channels (Algorithm 1, Appendix D.3)
+-----------------------------------------
+Split the channels into two halves, merge each half into one big channel (summed port counts
+and summed current circuits), solve the two-channel problem, and recurse on each half with its
+share of ``A``. The fractional point ``x = A |K1| / |K|`` is feasible at every split (D.3), so by
+integrality an integral split always exists. Every sub-problem of one recursion depth -- of all
+OCS groups at once -- is one batched OR-Tools solve over disjoint node ranges, so a whole
+cluster costs ``ceil(log2 n_channels)`` C++ calls. Optimal for two channels (4 OCSes per group);
+a heuristic beyond (the splits are optimal only for the merged problem).
+
+Examples
+--------
+>>> import numpy as np
+>>> A = np.array([[[0, 2], [1, 0]]])                # one group, two pods
+>>> cap = np.ones((1, 2, 2, 2), dtype=np.int64)     # 2 channels, 1 port per side and pod
+>>> u = np.zeros((1, 2, 2, 2), dtype=np.int64)
+>>> u[0, 1, 0, 1] = 1                               # pod 0 -> pod 1 now in channel 1
+>>> x = merge_decompose(A, u, cap)
+>>> x[0, :, 0, 1].tolist(), int(x[0, :, 1, 0].sum())
+([1, 1], 1)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from ortools.graph.python import min_cost_flow
+
+from lumoscore.errors import InfeasibleError, SolverError
+
+__all__ = ["merge_decompose", "two_channel_split"]
+
+IntArray = NDArray[np.int64]
+
+
+def two_channel_split(
+    sub: IntArray,
+    i: IntArray,
+    j: IntArray,
+    a: IntArray,
+    u1: IntArray,
+    u2: IntArray,
+    row_bounds: tuple[IntArray, IntArray],
+    col_bounds: tuple[IntArray, IntArray],
+) -> IntArray:
+    """Solve a batch of two-channel splits (Appendix D.2) in one min-cost-flow call.
+
+    Parameters
+    ----------
+    sub, i, j, a : ndarray
+        One row per non-zero entry ``A_ij = a`` of sub-problem ``sub`` (``0 <= sub < m``).
+    u1, u2 : ndarray
+        Current circuits of the entry in the first and in the second channel.
+    row_bounds, col_bounds : tuple of ndarray
+        ``(lo, hi)`` arrays of shape ``(m, P)``: bounds on the units row ``i`` (column ``j``)
+        of sub-problem ``sub`` puts in the first channel.
+
+    Returns
+    -------
+    ndarray
+        Units of each entry in the first channel, minimising the current circuits lost.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> z = np.zeros(2, dtype=np.int64)
+    >>> lo, hi = np.zeros((1, 2), dtype=np.int64), np.ones((1, 2), dtype=np.int64)
+    >>> two_channel_split(z, np.array([0, 1]), np.array([1, 0]), np.array([1, 1]),
+    ...                   np.array([0, 1]), np.array([1, 0]), (lo, hi), (lo, hi)).tolist()
+    [0, 1]
+    """
+    row_lo, row_hi = row_bounds
+    col_lo, col_hi = col_bounds
+    m, P = row_lo.shape
+    if (row_lo > row_hi).any() or (col_lo > col_hi).any():
+        raise InfeasibleError("two-channel split: a row or column needs more ports than it has")
+    width = 2 * P + 2
+    base = sub * width
+    p = np.clip(u1, 0, a)
+    q = np.clip(a - u2, 0, a)
+    b1, b2 = np.minimum(p, q), np.maximum(p, q)
+    seg_caps = [b1, b2 - b1, a - b2]
+    seg_costs = (-1, 0, 1)
+    tails = [base + i] * 3
+    heads = [base + P + j] * 3
+    caps = list(seg_caps)
+    costs = [np.full(len(a), c, dtype=np.int64) for c in seg_costs]
+
+    subs = np.repeat(np.arange(m), P)
+    pods = np.tile(np.arange(P), m)
+    src = subs * width + 2 * P
+    snk = src + 1
+    supplies = np.zeros(m * width, dtype=np.int64)
+    rl, rh, cl, chi = row_lo.ravel(), row_hi.ravel(), col_lo.ravel(), col_hi.ravel()
+    r_on = rh > 0
+    c_on = chi > 0
+    rows = subs * width + pods
+    cols = rows + P
+    tails += [src[r_on], cols[c_on], np.arange(m) * width + 2 * P + 1]
+    heads += [rows[r_on], snk[c_on], np.arange(m) * width + 2 * P]
+    total = np.bincount(sub, weights=a, minlength=m).astype(np.int64)
+    caps += [(rh - rl)[r_on], (chi - cl)[c_on], total]
+    costs += [np.zeros(int(r_on.sum()), np.int64), np.zeros(int(c_on.sum()), np.int64)]
+    costs += [np.zeros(m, np.int64)]
+    np.add.at(supplies, src, -rl)
+    np.add.at(supplies, rows, rl)
+    np.add.at(supplies, cols, -cl)
+    np.add.at(supplies, snk, cl)
+
+    t = np.concatenate(tails).astype(np.int32)
+    h = np.concatenate(heads).astype(np.int32)
+    cp = np.concatenate(caps).astype(np.int64)
+    cs = np.concatenate(costs).astype(np.int64)
+    mcf = min_cost_flow.SimpleMinCostFlow()
+    arcs = mcf.add_arcs_with_capacity_and_unit_cost(t, h, cp, cs)
+    mcf.set_nodes_supplies(np.arange(m * width, dtype=np.int32), supplies)
+    status = mcf.solve()
+    if status == mcf.INFEASIBLE:
+        raise InfeasibleError("two-channel split: the flow network is infeasible")
+    if status != mcf.OPTIMAL:
+        raise SolverError(f"two-channel split: OR-Tools min-cost flow returned status {status}")
+    n = len(a)
+    flow = mcf.flows(arcs[: 3 * n]).reshape(3, n)
+    return flow.sum(axis=0).astype(np.int64)
+
+
+def merge_decompose(A: Any, u: Any, cap: Any, *, n_channels: Any = None) -> IntArray:
+    """Split every group's forward sub-topology ``A`` over its channels with minimal rewiring.
+
+    Parameters
+    ----------
+    A : array_like
+        ``(H, P, P)`` non-negative integers: links from forward ports of pod ``i`` to backward
+        ports of pod ``j`` in group ``h``.
+    u : array_like
+        ``(H, n_chan, P, P)`` current forward circuits per channel (the papers' ``u_ijk``).
+    cap : array_like
+        ``(H, n_chan, 2, P)`` forward (``[:, :, 0]``) and backward (``[:, :, 1]``) ports of
+        every pod in every channel (the papers' ``G_{i,k}``).
+    n_channels : array_like, optional
+        Real channels of each group (the rest is padding); default all.
+
+    Returns
+    -------
+    ndarray
+        ``x`` of shape ``(H, n_chan, P, P)`` with ``x.sum(axis=1) == A`` and every channel's
+        row sums within the forward ports and column sums within the backward ports.
+
+    Raises
+    ------
+    lumoscore.errors.InfeasibleError
+        ``A`` needs more ports than the channels have (naming the group and pod).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.array([[[0, 1, 1], [1, 0, 1], [1, 1, 0]]])
+    >>> cap = np.ones((1, 2, 2, 3), dtype=np.int64)
+    >>> x = merge_decompose(A, np.zeros((1, 2, 3, 3), dtype=np.int64), cap)
+    >>> bool((x.sum(axis=1) == A).all()), int(x.sum(axis=3).max()), int(x.sum(axis=2).max())
+    (True, 1, 1)
+    """
+    A = np.asarray(A, dtype=np.int64)
+    u = np.asarray(u, dtype=np.int64)
+    cap = np.asarray(cap, dtype=np.int64)
+    H, n_chan, _, P = cap.shape
+    nch = np.full(H, n_chan) if n_channels is None else np.asarray(n_channels, dtype=np.int64)
+    tot_f = cap[:, :, 0].sum(axis=1)
+    tot_b = cap[:, :, 1].sum(axis=1)
+    for label, sums, tot in (("sends", A.sum(axis=2), tot_f), ("receives", A.sum(axis=1), tot_b)):
+        over = sums > tot
+        if over.any():
+            h, i = (int(v) for v in np.argwhere(over)[0])
+            raise InfeasibleError(
+                f"group {h}: pod {i} {label} {sums[h, i]} links in the forward sub-topology but "
+                f"has only {tot[h, i]} ports on that side"
+            )
+    x = np.zeros((H, n_chan, P, P), dtype=np.int64)
+    u_cum = np.zeros((H, n_chan + 1, P, P), dtype=np.int64)
+    np.cumsum(u, axis=1, out=u_cum[:, 1:])
+    c_cum = np.zeros((H, n_chan + 1, 2, P), dtype=np.int64)
+    np.cumsum(cap, axis=1, out=c_cum[:, 1:])
+
+    sub_h = np.arange(H)
+    sub_lo = np.zeros(H, dtype=np.int64)
+    sub_hi = nch.copy()
+    e_h, e_i, e_j = np.nonzero(A)
+    e_sub, e_a = e_h.astype(np.int64), A[e_h, e_i, e_j]
+    pods = np.arange(P)
+    while len(e_sub):
+        # leaves: one channel left
+        leaf = (sub_hi - sub_lo) == 1
+        el = leaf[e_sub]
+        if el.any():
+            s = e_sub[el]
+            x[sub_h[s], sub_lo[s], e_i[el], e_j[el]] = e_a[el]
+            e_sub, e_i, e_j, e_a = e_sub[~el], e_i[~el], e_j[~el], e_a[~el]
+        live = np.unique(e_sub)
+        if len(live) == 0:
+            break
+        remap = np.full(len(sub_h), -1, dtype=np.int64)
+        remap[live] = np.arange(len(live))
+        e_sub = remap[e_sub]
+        sub_h, sub_lo, sub_hi = sub_h[live], sub_lo[live], sub_hi[live]
+        m = len(live)
+        mid = sub_lo + (sub_hi - sub_lo) // 2
+
+        def caps(side: int, lo: IntArray, hi: IntArray, sh: IntArray = sub_h) -> IntArray:
+            return (
+                c_cum[sh[:, None], hi[:, None], side, pods]
+                - c_cum[sh[:, None], lo[:, None], side, pods]
+            )
+
+        g1f, g2f = caps(0, sub_lo, mid), caps(0, mid, sub_hi)
+        g1b, g2b = caps(1, sub_lo, mid), caps(1, mid, sub_hi)
+        R = np.bincount(e_sub * P + e_i, weights=e_a, minlength=m * P).reshape(m, P)
+        S = np.bincount(e_sub * P + e_j, weights=e_a, minlength=m * P).reshape(m, P)
+        R, S = R.astype(np.int64), S.astype(np.int64)
+        eh = sub_h[e_sub]
+        u1 = u_cum[eh, mid[e_sub], e_i, e_j] - u_cum[eh, sub_lo[e_sub], e_i, e_j]
+        u2 = u_cum[eh, sub_hi[e_sub], e_i, e_j] - u_cum[eh, mid[e_sub], e_i, e_j]
+        x1 = two_channel_split(
+            e_sub,
+            e_i,
+            e_j,
+            e_a,
+            u1,
+            u2,
+            (np.maximum(R - g2f, 0), np.minimum(g1f, R)),
+            (np.maximum(S - g2b, 0), np.minimum(g1b, S)),
+        )
+        x2 = e_a - x1
+        first, second = x1 > 0, x2 > 0
+        e_sub = np.concatenate([2 * e_sub[first], 2 * e_sub[second] + 1])
+        e_i = np.concatenate([e_i[first], e_i[second]])
+        e_j = np.concatenate([e_j[first], e_j[second]])
+        e_a = np.concatenate([x1[first], x2[second]])
+        sub_h = np.repeat(sub_h, 2)
+        sub_lo, sub_hi = (
+            np.column_stack([sub_lo, mid]).ravel(),
+            np.column_stack([mid, sub_hi]).ravel(),
+        )
+    return x

@@ -1,0 +1,659 @@
+"""Port model of the OCS layer, input validation and port-level assembly of configurations.
+
+The ToE model of Cross Wiring §2.2: the OCS-facing port ``m`` of a spine has a Tx wired to
+OCS ``o_m^Tx`` and an Rx wired to OCS ``o_m^Rx``. A configuration is a set of *circuits*
+``Tx(m) -> Rx(n)`` inside one OCS (constraint (3): ``o_m^Tx = o_n^Rx``), every Tx and Rx used
+at most once (2), and -- the symmetry constraint (4) -- ``Tx(m) -> Rx(n)`` exists exactly when
+``Tx(n) -> Rx(m)`` does. So a configuration is a set of bidirectional *links* ``{m, n}``, each
+made of two circuits, that form a matching of ports.
+
+Channels
+--------
+A port ``m`` has the *type* ``(o_m^Tx, o_m^Rx)``; a link ``{m, n}`` is possible exactly when
+the type of ``n`` is the reverse of the type of ``m``. The unordered OCS pair ``{a, b}`` of a
+type is its *channel*:
+
+* ``a != b`` (Cross Wiring: ports ``2k`` have type ``(2k, 2k+1)``, ports ``2k+1`` have type
+  ``(2k+1, 2k)``): a *paired* channel. Its ports split into a *forward* side (type ``(lo, hi)``)
+  and a *backward* side (type ``(hi, lo)``), and every link joins a forward port to a backward
+  port: the channel is a bipartite switch. The forward circuits of all paired channels form
+  the "even" sub-topology of Cross Wiring §3.2; the backward circuits are their mirror.
+* ``a == b`` (Uniform Wiring: Tx and Rx of port ``k`` both on OCS ``k``): a *self-paired*
+  channel, in which a link joins any two of its ports -- a general matching, the reason ToE
+  on Uniform Wiring is NP-complete (Cross Wiring Thm 2.1).
+
+Solvers work on per-channel pod-pair link counts ``x[h, c, i, j]`` (for a paired channel: links
+from a forward port of pod ``i`` to a backward port of pod ``j``; for a self-paired channel:
+links between pods ``i < j``, stored in the upper triangle). :func:`assemble_circuits` turns
+counts into port-level circuits, keeping the links of the current configuration wherever the
+counts allow.
+
+Examples
+--------
+>>> import numpy as np
+>>> tx = np.array([[[0, 1], [0, 1]]])  # one group, 2 pods, 2 ports: cross wiring
+>>> rx = np.array([[[1, 0], [1, 0]]])
+>>> pm = PortModel.from_arrays(tx, np.zeros_like(tx), rx, np.zeros_like(rx))
+>>> pm.channels, bool(pm.paired), pm.chan_ocs[0].tolist()
+(1, True, [[0, 1]])
+>>> x = np.zeros((1, 1, 2, 2), dtype=np.int64)
+>>> x[0, 0, 0, 1] = 1  # pod 0 forward port -> pod 1 backward port
+>>> assemble_circuits(pm, x).tolist()
+[[0, 0, 0, 0, 1, 1], [0, 1, 1, 1, 0, 0]]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lumoscore.errors import InfeasibleError
+from lumoscore.toe.errors import CurrentConfigError, DemandError
+
+__all__ = [
+    "CIRCUIT_COLUMNS",
+    "PortModel",
+    "assemble_circuits",
+    "channel_counts",
+    "check_current",
+    "current_links",
+    "links_to_circuits",
+    "validate_demand",
+]
+
+IntArray = NDArray[np.int64]
+
+#: Column names of a circuits array (one circuit ``Tx -> Rx`` per row).
+CIRCUIT_COLUMNS = ("group", "ocs", "tx_pod", "tx_port", "rx_pod", "rx_port")
+
+_MAX_LISTED = 5
+
+
+def _as_int_array(value: Any, name: str, ndim: int) -> IntArray:
+    arr = np.asarray(value)
+    if arr.ndim != ndim:
+        raise DemandError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if not np.issubdtype(arr.dtype, np.number):
+            raise DemandError(f"{name} must be numeric, got dtype {arr.dtype}")
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            bad = np.argwhere(~np.isfinite(arr) | (arr != np.round(arr)))[0]
+            raise DemandError(
+                f"{name}{list(map(int, bad))} = {arr[tuple(bad)]} is not an integer; "
+                f"entries must be non-negative integers"
+            )
+    return arr.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class PortModel:
+    """Channel view of the port-level wiring of every OCS group.
+
+    Build it with :meth:`from_wiring` (a ``lumoscore.topology.wiring.Wiring``) or
+    :meth:`from_arrays`. Arrays indexed ``[h, pod, port]`` have shape ``(H, P, K)``.
+
+    Attributes
+    ----------
+    tx_ocs, tx_ocs_port, rx_ocs, rx_ocs_port : ndarray
+        OCS (index inside the group) and OCS port of the Tx and of the Rx of every port.
+    channel : ndarray
+        Channel of every port (index inside its group).
+    side : ndarray
+        0 = forward side of a paired channel, 1 = backward side, 2 = self-paired channel.
+    chan_ocs : ndarray
+        ``(H, n_chan, 2)``: the OCS of the forward circuits (``lo``) and of the backward
+        circuits (``hi``) of every channel (equal for self-paired ones; ``-1`` = padding).
+    chan_self : ndarray
+        ``(H, n_chan)`` bool: channel is self-paired.
+    cap : ndarray
+        ``(H, n_chan, 2, P)``: ports of each pod on the forward/self side (``[:, :, 0]``) and on
+        the backward side (``[:, :, 1]``) of each channel.
+    """
+
+    tx_ocs: IntArray
+    tx_ocs_port: IntArray
+    rx_ocs: IntArray
+    rx_ocs_port: IntArray
+    channel: IntArray
+    side: IntArray
+    chan_ocs: IntArray
+    chan_self: NDArray[np.bool_]
+    cap: IntArray
+    n_ocs: int
+
+    # ---- constructors ----------------------------------------------------------------
+    @classmethod
+    def from_wiring(cls, wiring: Any, *, mirror: bool = True) -> PortModel:
+        """Port model of a wiring object with arrays ``tx_ocs``, ``tx_ocs_port``, ``rx_ocs``,
+        ``rx_ocs_port`` of shape ``(H, P, K)`` (``lumoscore.topology.wiring.Wiring``).
+
+        Examples
+        --------
+        >>> from types import SimpleNamespace
+        >>> import numpy as np
+        >>> z = np.zeros((1, 3, 2), dtype=int)
+        >>> uni = SimpleNamespace(tx_ocs=z + [0, 1], tx_ocs_port=z, rx_ocs=z + [0, 1], rx_ocs_port=z)
+        >>> bool(PortModel.from_wiring(uni).chan_self.all())
+        True
+        """  # noqa: E501
+        if isinstance(wiring, PortModel):
+            return wiring
+        try:
+            arrays = [
+                getattr(wiring, n) for n in ("tx_ocs", "tx_ocs_port", "rx_ocs", "rx_ocs_port")
+            ]
+        except AttributeError as exc:
+            raise DemandError(
+                f"wiring object lacks {exc.name!r}; expected tx_ocs, tx_ocs_port, rx_ocs, "
+                f"rx_ocs_port arrays of shape (H, P, K)"
+            ) from None
+        sides = None
+        if getattr(wiring, "circulators", False):
+            sides = np.asarray(wiring.tx_side(), dtype=np.int64)  # N half = forward
+        elif mirror and getattr(wiring, "kind", None) == "dual-link":
+            sides = np.broadcast_to(np.arange(arrays[0].shape[2]) % 2, arrays[0].shape)
+        return cls.from_arrays(*arrays, sides=sides)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        tx_ocs: Any,
+        tx_ocs_port: Any,
+        rx_ocs: Any,
+        rx_ocs_port: Any,
+        *,
+        sides: Any = None,
+    ) -> PortModel:
+        """Port model from the four ``(H, P, K)`` wiring arrays (see class docstring).
+
+        ``sides`` (``(H, P, K)`` of 0/1, optional) splits ports whose Tx and Rx share one OCS
+        into a forward (0) and a backward (1) side instead of a self-paired channel: the N/S
+        half-ports of circulator wirings, or the even/odd ports of Dual-link Uniform Wiring
+        when its mirror structure is used (Cross Wiring §3.2).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> t = np.array([[[0, 1, 2, 3]] * 3])  # uniform: Tx and Rx of port k on OCS k
+        >>> pm = PortModel.from_arrays(t, np.zeros_like(t), t, np.zeros_like(t))
+        >>> pm.groups, pm.pods, pm.ports, pm.channels, bool(pm.paired)
+        (1, 3, 4, 4, False)
+        """
+        arrs = [
+            _as_int_array(a, n, 3)
+            for a, n in zip(
+                (tx_ocs, tx_ocs_port, rx_ocs, rx_ocs_port),
+                ("tx_ocs", "tx_ocs_port", "rx_ocs", "rx_ocs_port"),
+                strict=True,
+            )
+        ]
+        shape = arrs[0].shape
+        if any(a.shape != shape for a in arrs) or 0 in shape:
+            raise DemandError(
+                "wiring arrays must share one non-empty shape (H, P, K), got "
+                + ", ".join(str(a.shape) for a in arrs)
+            )
+        if any(a.min() < 0 for a in arrs):
+            raise DemandError("wiring arrays must be non-negative OCS / OCS-port indices")
+        a, _, b, _ = arrs
+        H, P, _K = shape
+        n_ocs = int(max(a.max(), b.max())) + 1
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        hh = np.broadcast_to(np.arange(H)[:, None, None], shape)
+        key = (hh * n_ocs + lo) * n_ocs + hi
+        uk, inv = np.unique(key, return_inverse=True)
+        grp = uk // (n_ocs * n_ocs)
+        rank = np.arange(len(uk)) - np.searchsorted(grp, grp, side="left")
+        n_chan = int(rank.max()) + 1
+        channel = rank[inv.reshape(shape)]
+        side = np.where(a < b, 0, np.where(a > b, 1, 2))
+        forced = np.zeros((H, n_chan), dtype=bool)
+        if sides is not None:
+            sd = np.broadcast_to(np.asarray(sides, dtype=np.int64), shape)
+            side = np.where(a == b, sd, side)
+            forced[hh[a == b], channel[a == b]] = True
+        chan_ocs = np.full((H, n_chan, 2), -1, dtype=np.int64)
+        chan_ocs[grp, rank, 0] = (uk // n_ocs) % n_ocs
+        chan_ocs[grp, rank, 1] = uk % n_ocs
+        chan_self = np.zeros((H, n_chan), dtype=bool)
+        chan_self[grp, rank] = chan_ocs[grp, rank, 0] == chan_ocs[grp, rank, 1]
+        chan_self &= ~forced
+        pods = np.broadcast_to(np.arange(P)[None, :, None], shape)
+        idx = ((hh * n_chan + channel) * 2 + (side == 1)) * P + pods
+        cap = np.bincount(idx.ravel(), minlength=H * n_chan * 2 * P).reshape(H, n_chan, 2, P)
+        cap[:, :, 1] = np.where(chan_self[:, :, None], cap[:, :, 0], cap[:, :, 1])
+        return cls(*arrs, channel, side, chan_ocs, chan_self, cap.astype(np.int64), n_ocs)
+
+    # ---- sizes -------------------------------------------------------------------------
+    @property
+    def groups(self) -> int:
+        """Number of OCS groups ``H``."""
+        return int(self.tx_ocs.shape[0])
+
+    @property
+    def pods(self) -> int:
+        """Number of pods ``P``."""
+        return int(self.tx_ocs.shape[1])
+
+    @property
+    def ports(self) -> int:
+        """OCS-facing ports of one spine ``K``."""
+        return int(self.tx_ocs.shape[2])
+
+    @property
+    def channels(self) -> int:
+        """Channels per group (padded to the largest group)."""
+        return int(self.chan_self.shape[1])
+
+    @property
+    def paired(self) -> bool:
+        """True when no channel is self-paired (Cross Wiring: ToE is polynomial)."""
+        return not bool(self.chan_self.any())
+
+    def subset(self, groups: Any) -> PortModel:
+        """The port model of some groups only (in the given order).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> t = np.zeros((3, 2, 2), dtype=int) + [0, 1]
+        >>> PortModel.from_arrays(t, t, t, t).subset([2]).groups
+        1
+        """
+        g = np.asarray(groups, dtype=np.int64)
+        return PortModel(
+            self.tx_ocs[g],
+            self.tx_ocs_port[g],
+            self.rx_ocs[g],
+            self.rx_ocs_port[g],
+            self.channel[g],
+            self.side[g],
+            self.chan_ocs[g],
+            self.chan_self[g],
+            self.cap[g],
+            self.n_ocs,
+        )
+
+
+# ---- demand ------------------------------------------------------------------------------
+def validate_demand(demand: Any, model: PortModel) -> IntArray:
+    """Check a logical topology against the port model; return it as ``(H, P, P)`` int64.
+
+    Parameters
+    ----------
+    demand : array_like
+        ``(H, P, P)`` (one matrix per group) or ``(P, P)`` when ``H == 1``: non-negative
+        integers, symmetric, zero diagonal, every row sum at most the OCS-facing ports of the
+        spine (Cross Wiring Def. 2, constraints (14)-(15)).
+    model : PortModel
+        The wiring.
+
+    Raises
+    ------
+    DemandError
+        Naming the group, pod(s) and value at fault.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.zeros((1, 3, 2), dtype=int) + [0, 1]
+    >>> pm = PortModel.from_arrays(t, t, t[:, :, ::-1], t)
+    >>> validate_demand([[0, 1, 1], [1, 0, 1], [1, 1, 0]], pm).shape
+    (1, 3, 3)
+    >>> validate_demand([[0, 1, 0], [2, 0, 0], [0, 0, 0]], pm)
+    Traceback (most recent call last):
+    ...
+    lumoscore.toe.errors.DemandError: demand of group 0 is not symmetric: C[0][1] = 1 but C[1][0] = 2 (pods 0 and 1); a link is bidirectional
+    """  # noqa: E501
+    arr = np.asarray(demand)
+    H, P = model.groups, model.pods
+    if arr.ndim == 2:
+        arr = arr[None]
+    if arr.shape != (H, P, P):
+        raise DemandError(
+            f"demand has shape {np.asarray(demand).shape}; allowed: ({H}, {P}, {P}) "
+            f"(groups x pods x pods)" + (f" or ({P}, {P})" if H == 1 else "")
+        )
+    C = _as_int_array(arr, "demand", 3)
+    if (C < 0).any():
+        g, i, j = (int(v) for v in np.argwhere(C < 0)[0])
+        raise DemandError(
+            f"demand of group {g}: C[{i}][{j}] = {C[g, i, j]} is negative; entries must be "
+            f"non-negative integers"
+        )
+    asym = C.transpose(0, 2, 1) != C
+    if asym.any():
+        g, i, j = (int(v) for v in np.argwhere(asym)[0])
+        raise DemandError(
+            f"demand of group {g} is not symmetric: C[{i}][{j}] = {C[g, i, j]} but "
+            f"C[{j}][{i}] = {C[g, j, i]} (pods {i} and {j}); a link is bidirectional"
+        )
+    diag = np.diagonal(C, axis1=1, axis2=2)
+    if diag.any():
+        g, i = (int(v) for v in np.argwhere(diag)[0])
+        raise DemandError(
+            f"demand of group {g}: C[{i}][{i}] = {diag[g, i]}; a pod cannot link to itself, "
+            f"the diagonal must be 0"
+        )
+    ports = np.full((H, P), model.ports, dtype=np.int64)
+    rows = C.sum(axis=2)
+    over = rows > ports
+    if over.any():
+        g, i = (int(v) for v in np.argwhere(over)[0])
+        raise DemandError(
+            f"demand of group {g}: pod {i} needs {rows[g, i]} links but spine {g} of pod {i} "
+            f"has {ports[g, i]} OCS-facing ports; row sums must be <= {ports[g, i]}"
+        )
+    return C
+
+
+# ---- current configuration ---------------------------------------------------------------
+def _as_circuits(circuits: Any) -> IntArray:
+    arr = np.asarray(circuits if circuits is not None else np.zeros((0, 6)), dtype=np.float64)
+    if arr.size == 0:
+        return np.zeros((0, 6), dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != 6:
+        raise CurrentConfigError(
+            f"circuits must be rows [group, ocs, tx_pod, tx_port, rx_pod, rx_port], got "
+            f"shape {arr.shape}"
+        )
+    if not np.all(arr == np.round(arr)):
+        raise CurrentConfigError("circuit entries must be integers")
+    return arr.astype(np.int64)
+
+
+def check_current(model: PortModel, circuits: Any, *, groups: Any = None) -> list[str]:
+    """List the ways circuits break the wiring (ranges, constraints (2)-(3)); empty = fits.
+
+    Parameters
+    ----------
+    model : PortModel
+        Wiring of the groups (``model.groups`` of them).
+    circuits : array_like
+        ``(n, 6)`` rows ``[group, ocs, tx_pod, tx_port, rx_pod, rx_port]``.
+    groups : array_like, optional
+        Real group index of each model group (default ``0..H-1``); circuits of other groups
+        are reported.
+
+    Returns
+    -------
+    list of str
+        Messages naming the circuit, group, OCS, pod and port at fault.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.zeros((1, 2, 2), dtype=int) + [0, 1]
+    >>> pm = PortModel.from_arrays(t, t, t[:, :, ::-1], t)
+    >>> check_current(pm, [[0, 0, 0, 0, 1, 1], [0, 1, 1, 1, 0, 0]])
+    []
+    >>> check_current(pm, [[0, 1, 0, 0, 1, 1]])
+    ['circuit 0: Tx of group 0 pod 0 port 0 is wired to OCS 0, not OCS 1', 'circuit 0: Rx of group 0 pod 1 port 1 is wired to OCS 0, not OCS 1']
+    """  # noqa: E501
+    try:
+        c = _as_circuits(circuits)
+    except CurrentConfigError as exc:
+        return [str(exc)]
+    H, P, K = model.tx_ocs.shape
+    gids = np.arange(H) if groups is None else np.asarray(groups, dtype=np.int64)
+    out: list[str] = []
+    pos = np.full(int(max(gids.max(), c[:, 0].max(initial=0))) + 1, -1, dtype=np.int64)
+    pos[gids] = np.arange(H)
+    gcol = np.clip(c[:, 0], 0, len(pos) - 1)
+    bad_g = (c[:, 0] < 0) | (c[:, 0] >= len(pos)) | (pos[gcol] < 0)
+    limits = (("OCS", 1, model.n_ocs), ("pod", 2, P), ("port", 3, K), ("pod", 4, P), ("port", 5, K))
+    bad = bad_g.copy()
+    for r in np.flatnonzero(bad_g)[:_MAX_LISTED]:
+        out.append(f"circuit {r}: group {c[r, 0]} is not one of the groups {gids.tolist()}")
+    for name, col, lim in limits:
+        b = (c[:, col] < 0) | (c[:, col] >= lim)
+        for r in np.flatnonzero(b & ~bad)[:_MAX_LISTED]:
+            out.append(
+                f"circuit {r}: {CIRCUIT_COLUMNS[col]} {c[r, col]} out of range; allowed "
+                f"{name} 0..{lim - 1}"
+            )
+        bad |= b
+    ok = ~bad
+    h = pos[gcol]
+    cc = c[ok]
+    hh = h[ok]
+    rows = np.flatnonzero(ok)
+    t_ocs = model.tx_ocs[hh, cc[:, 2], cc[:, 3]]
+    r_ocs = model.rx_ocs[hh, cc[:, 4], cc[:, 5]]
+    for k in np.flatnonzero(t_ocs != cc[:, 1])[:_MAX_LISTED]:
+        out.append(
+            f"circuit {rows[k]}: Tx of group {cc[k, 0]} pod {cc[k, 2]} port {cc[k, 3]} is wired "
+            f"to OCS {t_ocs[k]}, not OCS {cc[k, 1]}"
+        )
+    for k in np.flatnonzero(r_ocs != cc[:, 1])[:_MAX_LISTED]:
+        out.append(
+            f"circuit {rows[k]}: Rx of group {cc[k, 0]} pod {cc[k, 4]} port {cc[k, 5]} is wired "
+            f"to OCS {r_ocs[k]}, not OCS {cc[k, 1]}"
+        )
+    for label, pc, qc in (("Tx", 2, 3), ("Rx", 4, 5)):
+        key = (hh * P + cc[:, pc]) * K + cc[:, qc]
+        uk, cnt = np.unique(key, return_counts=True)
+        for kk in uk[cnt > 1][:_MAX_LISTED]:
+            g, rem = divmod(int(kk), P * K)
+            out.append(
+                f"{label} of group {gids[g]} pod {rem // K} port {rem % K} is used by "
+                f"{int(cnt[uk == kk][0])} circuits; at most one allowed"
+            )
+    return out
+
+
+def current_links(model: PortModel, circuits: Any, *, groups: Any = None) -> IntArray:
+    """Links of a configuration as rows ``[h, channel, pod_a, port_a, pod_b, port_b]``.
+
+    One row per forward circuit of a paired channel (``a`` = forward end) and per circuit of a
+    self-paired channel with ``(pod_a, port_a) < (pod_b, port_b)``; ``h`` is the position of
+    the group in ``groups``. Circuits that do not fit the wiring raise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.zeros((1, 2, 2), dtype=int) + [0, 1]
+    >>> pm = PortModel.from_arrays(t, t, t[:, :, ::-1], t)
+    >>> current_links(pm, [[0, 0, 0, 0, 1, 1], [0, 1, 1, 1, 0, 0]]).tolist()
+    [[0, 0, 0, 0, 1, 1]]
+    """
+    c = _as_circuits(circuits)
+    problems = check_current(model, c, groups=groups)
+    if problems:
+        raise CurrentConfigError(
+            "current configuration does not fit the wiring: " + "; ".join(problems[:3])
+        )
+    H = model.groups
+    gids = np.arange(H) if groups is None else np.asarray(groups, dtype=np.int64)
+    pos = np.full(int(gids.max()) + 1, -1, dtype=np.int64)
+    pos[gids] = np.arange(H)
+    h = pos[c[:, 0]]
+    ch = model.channel[h, c[:, 2], c[:, 3]]
+    s_tx = model.side[h, c[:, 2], c[:, 3]]
+    s_rx = model.side[h, c[:, 4], c[:, 5]]
+    ch_rx = model.channel[h, c[:, 4], c[:, 5]]
+    keep = (ch == ch_rx) & (
+        ((s_tx == 0) & (s_rx == 1))
+        | ((s_tx == 2) & ((c[:, 2] < c[:, 4]) | ((c[:, 2] == c[:, 4]) & (c[:, 3] < c[:, 5]))))
+    )
+    keep &= c[:, 2] != c[:, 4]
+    return np.column_stack([h, ch, c[:, 2], c[:, 3], c[:, 4], c[:, 5]])[keep]
+
+
+def channel_counts(model: PortModel, circuits: Any, *, groups: Any = None) -> IntArray:
+    """Circuits per ``(h, channel, direction, tx_pod, rx_pod)``: shape ``(H, n_chan, 2, P, P)``.
+
+    Direction 0 counts circuits whose Tx is on the forward (or self-paired) side, direction 1
+    those whose Tx is on the backward side. The per-OCS pod-pair counts ``u_ijk`` of the papers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.zeros((1, 2, 2), dtype=int) + [0, 1]
+    >>> pm = PortModel.from_arrays(t, t, t[:, :, ::-1], t)
+    >>> u = channel_counts(pm, [[0, 0, 0, 0, 1, 1], [0, 1, 1, 1, 0, 0]])
+    >>> int(u[0, 0, 0, 0, 1]), int(u[0, 0, 1, 1, 0])
+    (1, 1)
+    """
+    c = _as_circuits(circuits)
+    H, P, n_chan = model.groups, model.pods, model.channels
+    out = np.zeros((H, n_chan, 2, P, P), dtype=np.int64)
+    if len(c) == 0:
+        return out
+    problems = check_current(model, c, groups=groups)
+    if problems:
+        raise CurrentConfigError(
+            "current configuration does not fit the wiring: " + "; ".join(problems[:3])
+        )
+    gids = np.arange(H) if groups is None else np.asarray(groups, dtype=np.int64)
+    pos = np.full(int(gids.max()) + 1, -1, dtype=np.int64)
+    pos[gids] = np.arange(H)
+    h = pos[c[:, 0]]
+    ch = model.channel[h, c[:, 2], c[:, 3]]
+    d = (model.side[h, c[:, 2], c[:, 3]] == 1).astype(np.int64)
+    np.add.at(out, (h, ch, d, c[:, 2], c[:, 4]), 1)
+    return out
+
+
+# ---- assembly ----------------------------------------------------------------------------
+def _rank_in_groups(sorted_keys: IntArray) -> IntArray:
+    """Position of each element inside its run of equal keys (keys sorted)."""
+    n = len(sorted_keys)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.arange(n) - np.searchsorted(sorted_keys, sorted_keys, side="left")
+
+
+def assemble_circuits(
+    model: PortModel,
+    counts: Any,
+    current: Any = None,
+    *,
+    groups: Any = None,
+) -> IntArray:
+    """Port-level circuits realizing per-channel link counts, keeping current links if possible.
+
+    Parameters
+    ----------
+    model : PortModel
+        The wiring of the groups.
+    counts : array_like
+        ``(H, n_chan, P, P)`` link counts: for paired channels from a forward port of pod ``i``
+        to a backward port of pod ``j``; for self-paired ones between pods ``i < j`` (upper
+        triangle; the lower triangle must be zero).
+    current : array_like, optional
+        Current links (:func:`current_links`). For every ``(h, channel, i, j)`` the first
+        ``min(count, current)`` of them are kept port for port; the rest of the links take
+        free ports in ascending port order.
+    groups : array_like, optional
+        Real group index of each model group (written in the ``group`` column).
+
+    Returns
+    -------
+    ndarray
+        ``(2 * links, 6)`` circuits ``[group, ocs, tx_pod, tx_port, rx_pod, rx_port]``, two
+        mirrored circuits per link, sorted.
+
+    Raises
+    ------
+    lumoscore.errors.InfeasibleError
+        A pod has fewer free ports in a channel than its counts need.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.zeros((1, 3, 2), dtype=int) + [0, 1]  # uniform wiring, 3 pods, 2 ports
+    >>> pm = PortModel.from_arrays(t, t, t, t)
+    >>> x = np.zeros((1, 2, 3, 3), dtype=int)
+    >>> x[0, 0, 0, 1] = x[0, 1, 1, 2] = 1
+    >>> assemble_circuits(pm, x).tolist()
+    [[0, 0, 0, 0, 1, 0], [0, 0, 1, 0, 0, 0], [0, 1, 1, 1, 2, 1], [0, 1, 2, 1, 1, 1]]
+    """
+    H, P, K, n_chan = model.groups, model.pods, model.ports, model.channels
+    x = np.asarray(counts, dtype=np.int64)
+    if x.shape != (H, n_chan, P, P):
+        raise DemandError(f"counts must have shape {(H, n_chan, P, P)}, got {x.shape}")
+    gids = np.arange(H) if groups is None else np.asarray(groups, dtype=np.int64)
+    cur = np.zeros((0, 6), dtype=np.int64) if current is None else np.asarray(current, np.int64)
+
+    def gkey(h: IntArray, c: IntArray, i: IntArray, j: IntArray) -> IntArray:
+        return ((h * n_chan + c) * P + i) * P + j
+
+    # 1. keep current links, up to the new count of their (h, channel, i, j)
+    if len(cur):
+        k_old = gkey(cur[:, 0], cur[:, 1], cur[:, 2], cur[:, 4])
+        order = np.argsort(k_old, kind="stable")
+        cur, k_old = cur[order], k_old[order]
+        kept = cur[_rank_in_groups(k_old) < x.reshape(-1)[k_old]]
+    else:
+        kept = cur
+    need = x.reshape(-1).copy()
+    if len(kept):
+        np.subtract.at(need, gkey(kept[:, 0], kept[:, 1], kept[:, 2], kept[:, 4]), 1)
+
+    # 2. free ports, grouped by pool = (h, channel, pod, backward?)
+    hh, ii, pp = (a.ravel() for a in np.indices((H, P, K)))
+    port_id = (hh * P + ii) * K + pp
+    pool = ((hh * n_chan + model.channel.ravel()) * P + ii) * 2 + (model.side.ravel() == 1)
+    used = np.zeros(H * P * K, dtype=bool)
+    if len(kept):
+        used[(kept[:, 0] * P + kept[:, 2]) * K + kept[:, 3]] = True
+        used[(kept[:, 0] * P + kept[:, 4]) * K + kept[:, 5]] = True
+    free = ~used
+    f_pool, f_port = pool[free], port_id[free]
+    order = np.lexsort((f_port, f_pool))
+    f_pool, f_port = f_pool[order], f_port[order]
+
+    # 3. requests: both ends of every new link
+    g = np.flatnonzero(need)
+    reps = need[g]
+    g = np.repeat(g, reps)
+    gi, gj = (g // P) % P, g % P
+    gc = (g // (P * P)) % n_chan
+    gh = g // (P * P * n_chan)
+    back = (~model.chan_self[gh, gc]).astype(np.int64)
+    req_pool = np.concatenate(
+        [((gh * n_chan + gc) * P + gi) * 2, ((gh * n_chan + gc) * P + gj) * 2 + back]
+    )
+    order = np.argsort(req_pool, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = _rank_in_groups(req_pool[order])
+    at = np.searchsorted(f_pool, req_pool) + rank
+    ok = at < len(f_pool)
+    ok[ok] = f_pool[at[ok]] == req_pool[ok]
+    if not ok.all():
+        bad = int(req_pool[~ok][0])
+        pod, c_ = (bad // 2) % P, (bad // (2 * P)) % n_chan
+        raise InfeasibleError(
+            f"group {gids[bad // (2 * P * n_chan)]}: pod {pod} has too few free ports in channel "
+            f"{c_} (OCSes {model.chan_ocs[bad // (2 * P * n_chan), c_].tolist()})"
+        )
+    got = f_port[at]
+    n_new = len(g)
+    pa, pb = got[:n_new] % K, got[n_new:] % K
+    new = np.column_stack([gh, gc, gi, pa, gj, pb])
+    links = np.concatenate([kept, new]) if len(kept) else new
+    return links_to_circuits(model, links, groups=gids)
+
+
+def links_to_circuits(model: PortModel, links: Any, *, groups: Any = None) -> IntArray:
+    """The two circuits ``Tx(a) -> Rx(b)`` and ``Tx(b) -> Rx(a)`` of every link, sorted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.zeros((1, 2, 2), dtype=int) + [0, 1]
+    >>> pm = PortModel.from_arrays(t, t, t[:, :, ::-1], t)
+    >>> links_to_circuits(pm, [[0, 0, 0, 0, 1, 1]]).tolist()
+    [[0, 0, 0, 0, 1, 1], [0, 1, 1, 1, 0, 0]]
+    """
+    lk = np.asarray(links, dtype=np.int64).reshape(-1, 6)
+    gids = np.arange(model.groups) if groups is None else np.asarray(groups, dtype=np.int64)
+    h, a, pa, b, pb = lk[:, 0], lk[:, 2], lk[:, 3], lk[:, 4], lk[:, 5]
+    fwd = np.column_stack([gids[h], model.tx_ocs[h, a, pa], a, pa, b, pb])
+    bwd = np.column_stack([gids[h], model.tx_ocs[h, b, pb], b, pb, a, pa])
+    out = np.concatenate([fwd, bwd])
+    return out[np.lexsort(out.T[::-1])]

@@ -1,0 +1,296 @@
+"""One front door for every OCS-configuration solver, over all OCS groups of a cluster.
+
+:func:`configure` validates the logical topology and the current configuration, runs one of
+
+* ``mdmcf`` -- ``C = A + A.T`` with ``A`` closest to the current forward sub-topology, minimal
+  rewiring by merge-decomposition MCF, mirrored backward half (Cross Wiring §5, App. D);
+* ``mcf`` -- the same decomposition without rewiring awareness: ``A`` split evenly by the
+  integer decomposition (the MinRewiring-style baseline of Cross Wiring §6.2);
+* ``ilp`` -- exact OR-Tools CP-SAT (:mod:`lumoscore.toe.ilp`);
+* ``bvn``, ``helios`` -- Uniform-Wiring heuristics (:mod:`lumoscore.toe.heuristics`);
+
+and assembles port-level circuits that keep the current circuits wherever the new per-OCS
+pod-pair counts allow. The groups are independent; the decompositions and flows of all groups
+are batched into single OR-Tools calls.
+
+Examples
+--------
+>>> import numpy as np
+>>> from lumoscore.topology import ClusterSpec, build_wiring, verify_circuits
+>>> spec = ClusterSpec(pods=3, k_leaf=1, k_spine=2, tau=1, gpus_per_server=1, ocs_ports=3)
+>>> C = np.ones((3, 3), dtype=int) - np.eye(3, dtype=int)  # the papers' counterexample
+>>> res = configure(C, build_wiring(spec, "cross"))
+>>> res.solver, res.status, len(res.circuits), verify_circuits(build_wiring(spec, "cross"), res.circuits, C)
+('mdmcf', 'feasible', 6, [])
+"""  # noqa: E501
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lumoscore.decompose import integer_decomposition, symmetric_decomposition
+from lumoscore.errors import ConfigError, InfeasibleError
+from lumoscore.toe.errors import WiringMismatchError
+from lumoscore.toe.mdmcf import merge_decompose
+from lumoscore.toe.model import (
+    PortModel,
+    assemble_circuits,
+    channel_counts,
+    check_current,
+    current_links,
+    validate_demand,
+)
+
+__all__ = ["SOLVERS", "ToeResult", "configure", "forward_split"]
+
+IntArray = NDArray[np.int64]
+
+SOLVERS: tuple[str, ...] = ("mdmcf", "mcf", "ilp", "bvn", "helios")
+"""Solver names accepted by :func:`configure`."""
+
+_BLOCK_ROWS = 2048  # largest block-diagonal matrix decomposed in one call
+
+
+@dataclass(frozen=True)
+class ToeResult:
+    """Outcome of one (whole-cluster or single-group) OCS configuration.
+
+    Attributes
+    ----------
+    circuits : ndarray
+        ``(n, 6)`` rows ``[group, ocs, tx_pod, tx_port, rx_pod, rx_port]``.
+    solver : str
+        Solver asked for.
+    status : str
+        ``"optimal"`` (proved optimal for the solver's objective), ``"feasible"`` (valid, not
+        proved optimal), ``"timeout"`` (time limit reached; best solution found) or
+        ``"fallback"`` (the solver found nothing in time; ``fallback`` produced the answer).
+    solve_time_s : float
+        Wall-clock time of the whole call (validation, solve, port assignment).
+    fallback : str or None
+        Solver used instead, if any.
+    groups : tuple of int
+        Groups configured.
+    notes : tuple of str
+        Extra information (time limits hit per group, ...).
+    """
+
+    circuits: IntArray
+    solver: str
+    status: str
+    solve_time_s: float
+    fallback: str | None = None
+    groups: tuple[int, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+def _block_apply(mats: IntArray, fn: Any, prefer: IntArray | None = None) -> IntArray:
+    """Apply a matrix function to many square matrices through block-diagonal batches."""
+    H, P, _ = mats.shape
+    per = max(1, _BLOCK_ROWS // max(P, 1))
+    out = np.zeros_like(mats)
+    for s in range(0, H, per):
+        blk = mats[s : s + per]
+        n = len(blk)
+        big = np.zeros((n * P, n * P), dtype=np.int64)
+        idx = np.arange(n)[:, None] * P + np.arange(P)
+        big[idx[:, :, None], idx[:, None, :]] = blk
+        pbig = None
+        if prefer is not None:
+            pbig = np.zeros_like(big)
+            pbig[idx[:, :, None], idx[:, None, :]] = prefer[s : s + per]
+        res = fn(big, pbig)
+        out[s : s + per] = res[idx[:, :, None], idx[:, None, :]]
+    return out
+
+
+def forward_split(C: Any, prefer: Any = None) -> IntArray:
+    """``A`` with ``C[h] = A[h] + A[h].T`` for every group (Theorem 3.2), all groups batched.
+
+    ``prefer`` (``(H, P, P)``, e.g. the current forward sub-topology) makes each ``A[h]``
+    differ from it in as few units as possible.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> C = np.array([[[0, 2], [2, 0]], [[0, 1], [1, 0]]])
+    >>> A = forward_split(C)
+    >>> bool((A + A.transpose(0, 2, 1) == C).all())
+    True
+    """
+    C = np.asarray(C, dtype=np.int64)
+    P_ = None if prefer is None else np.asarray(prefer, dtype=np.int64)
+    return _block_apply(C, lambda m, p: symmetric_decomposition(m, prefer=p), P_)
+
+
+def _model_for(wiring: Any, *, mirror: bool, groups: IntArray) -> PortModel:
+    model = PortModel.from_wiring(wiring, mirror=mirror)
+    if len(groups) != model.groups or (groups != np.arange(model.groups)).any():
+        model = model.subset(groups)
+    return model
+
+
+def _require_paired(model: PortModel, solver: str, groups: IntArray) -> None:
+    if model.paired:
+        return
+    h, c = (int(v) for v in np.argwhere(model.chan_self)[0])
+    o = int(model.chan_ocs[h, c, 0])
+    raise WiringMismatchError(
+        f"solver {solver!r} needs a mirror-paired wiring (cross, dual-link or circulators): "
+        f"in group {groups[h]} the Tx and Rx of a port share OCS {o} (uniform wiring); "
+        f"allowed solvers for this wiring: ilp, bvn, helios"
+    )
+
+
+def _mdmcf_counts(C: IntArray, model: PortModel, current: Any, groups: IntArray) -> IntArray:
+    u = channel_counts(model, current, groups=groups)[:, :, 0]
+    prefer = u.sum(axis=1) if current is not None and len(current) else None
+    A = forward_split(C, prefer)
+    n_ch = (model.chan_ocs[:, :, 0] >= 0).sum(axis=1)
+    return merge_decompose(A, u, model.cap, n_channels=n_ch)
+
+
+def _mcf_counts(C: IntArray, model: PortModel, groups: IntArray) -> IntArray:
+    A = forward_split(C)
+    H, n_chan, P = model.groups, model.channels, model.pods
+    x = np.zeros((H, n_chan, P, P), dtype=np.int64)
+    n_ch = (model.chan_ocs[:, :, 0] >= 0).sum(axis=1)
+    for h in range(H):  # one batched OR-Tools call per recursion depth and group
+        x[h, : n_ch[h]] = integer_decomposition(A[h], int(n_ch[h]))
+    over_r = x.sum(axis=3) > model.cap[:, :, 0]
+    over_c = x.sum(axis=2) > model.cap[:, :, 1]
+    if over_r.any() or over_c.any():
+        h, c, i = (int(v) for v in np.argwhere(over_r | over_c)[0])
+        raise InfeasibleError(
+            f"mcf: group {groups[h]} pod {i} needs more ports than channel {c} has (the even "
+            f"split assumes the same ports in every channel)"
+        )
+    return x
+
+
+def configure(
+    demand: Any,
+    wiring: Any,
+    *,
+    current: Any = None,
+    solver: str = "mdmcf",
+    groups: Any = None,
+    time_limit_s: float = 60.0,
+    seed: int | None = 0,
+) -> ToeResult:
+    """Compute a new OCS configuration realizing ``demand`` (as far as the wiring allows).
+
+    Parameters
+    ----------
+    demand : array_like
+        ``(H, P, P)`` logical topology per group (or ``(P, P)`` for one group): symmetric,
+        non-negative integers, zero diagonal, row sums at most the spine's OCS-facing ports.
+    wiring : Wiring or PortModel
+        Physical topology (:func:`lumoscore.topology.build_wiring`).
+    current : array_like, optional
+        Current configuration, circuits ``(n, 6)``; circuits of groups not configured are
+        ignored. Must fit the wiring.
+    solver : str
+        One of :data:`SOLVERS`.
+    groups : array_like, optional
+        Groups the demand matrices belong to (default: all groups, in order).
+    time_limit_s : float
+        Time limit of the CP-SAT solver (``ilp``), for the whole call.
+    seed : int, optional
+        Random seed of the CP-SAT search.
+
+    Returns
+    -------
+    ToeResult
+
+    Raises
+    ------
+    lumoscore.toe.errors.DemandError
+        Malformed demand (names group, pod and value).
+    lumoscore.toe.errors.CurrentConfigError
+        Current configuration does not fit the wiring (names circuit, pod, port and OCS).
+    lumoscore.toe.errors.WiringMismatchError
+        Solver not applicable to the wiring.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lumoscore.topology import ClusterSpec, build_wiring
+    >>> spec = ClusterSpec(pods=4, k_leaf=2, k_spine=4, tau=1, gpus_per_server=2, ocs_ports=4)
+    >>> w = build_wiring(spec, "cross")
+    >>> C = np.array([[0, 2, 1, 1], [2, 0, 1, 1], [1, 1, 0, 2], [1, 1, 2, 0]])
+    >>> first = configure(np.stack([C, C]), w)
+    >>> again = configure(np.stack([C, C]), w, current=first.circuits)  # nothing to change
+    >>> bool((np.sort(again.circuits, axis=0) == np.sort(first.circuits, axis=0)).all())
+    True
+    """
+    t0 = time.perf_counter()
+    if solver not in SOLVERS:
+        raise ConfigError(f"solver: unknown {solver!r}; allowed: {', '.join(SOLVERS)}")
+    H_all = int(np.asarray(wiring.tx_ocs).shape[0])
+    gids = np.arange(H_all) if groups is None else np.asarray(groups, dtype=np.int64).ravel()
+    if (
+        gids.size == 0
+        or gids.min() < 0
+        or gids.max() >= H_all
+        or len(set(gids.tolist())) < len(gids)
+    ):
+        raise ConfigError(f"groups: {gids.tolist()} must be distinct groups in 0..{H_all - 1}")
+    cur = None
+    if current is not None:
+        cur = np.asarray(current, dtype=np.int64).reshape(-1, 6)
+        cur = cur[np.isin(cur[:, 0], gids)] if len(cur) else cur
+    mirror = solver in ("mdmcf", "mcf")
+    model = _model_for(wiring, mirror=mirror, groups=gids)
+    C = validate_demand(demand, model)
+    if cur is not None:
+        problems = check_current(model, cur, groups=gids)
+        if problems:
+            from lumoscore.toe.errors import CurrentConfigError
+
+            raise CurrentConfigError(
+                "current configuration does not fit the wiring: " + "; ".join(problems[:3])
+            )
+    notes: tuple[str, ...] = ()
+    status, fallback = "feasible", None
+    if solver in ("mdmcf", "mcf"):
+        _require_paired(model, solver, gids)
+        x = _mdmcf_counts(C, model, cur, gids) if solver == "mdmcf" else _mcf_counts(C, model, gids)
+    elif solver == "ilp":
+        from lumoscore.toe.ilp import ilp_counts
+
+        out = ilp_counts(C, model, cur, gids, time_limit_s=time_limit_s, seed=seed)
+        x, status, notes = out.counts, out.status, out.notes
+        if x is None:
+            fallback = "mdmcf" if model.paired else "helios"
+            fb = configure(C, wiring, current=cur, solver=fallback, groups=gids)
+            return ToeResult(
+                fb.circuits,
+                solver,
+                "fallback",
+                time.perf_counter() - t0,
+                fallback,
+                tuple(int(g) for g in gids),
+                notes,
+            )
+    else:
+        from lumoscore.toe.heuristics import bvn_counts, helios_counts
+
+        fn = bvn_counts if solver == "bvn" else helios_counts
+        x = fn(C, model, gids)
+    links = current_links(model, cur, groups=gids) if cur is not None and len(cur) else None
+    circuits = assemble_circuits(model, x, links, groups=gids)
+    return ToeResult(
+        circuits,
+        solver,
+        status,
+        time.perf_counter() - t0,
+        fallback,
+        tuple(int(g) for g in gids),
+        notes,
+    )

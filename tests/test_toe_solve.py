@@ -1,0 +1,141 @@
+"""Whole-cluster OCS configuration: validity, LTCR, rewiring, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lumoscore.errors import ConfigError
+from lumoscore.toe import configure, evaluate, random_demand, verify_configuration
+from lumoscore.toe.errors import CurrentConfigError, DemandError, WiringMismatchError
+from lumoscore.topology import ClusterSpec, build_wiring, verify_circuits
+
+
+def _spec(pods: int, k_spine: int, groups: int = 1) -> ClusterSpec:
+    return ClusterSpec(
+        pods=pods, k_leaf=groups, k_spine=k_spine, tau=1, gpus_per_server=1, ocs_ports=2 * pods
+    )
+
+
+def _demands(rng: np.random.Generator, H: int, P: int, K: int, fill: float) -> np.ndarray:
+    return np.stack([random_demand(P, K, rng, fill=fill) for _ in range(H)])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    P=st.sampled_from([2, 3, 5, 8]),
+    half_k=st.integers(1, 5),
+    H=st.integers(1, 3),
+    solver=st.sampled_from(["mdmcf", "mcf"]),
+    circulators=st.booleans(),
+)
+def test_cross_wiring_realizes_every_topology(seed, P, half_k, H, solver, circulators) -> None:
+    """Cross Wiring Thm 4.1: LTCR = 1 and constraints (1)-(4) hold, for every group."""
+    rng = np.random.default_rng(seed)
+    K = 2 * half_k
+    w = build_wiring(_spec(P, K, H), "cross", circulators=circulators)
+    C = _demands(rng, H, P, K, rng.uniform(0.3, 1.0))
+    res = configure(C, w, solver=solver)
+    assert verify_circuits(w, res.circuits, C) == []
+    assert verify_configuration(w, res.circuits, C) == []
+    assert evaluate(res.circuits, C).ltcr == 1.0
+    # a second topology, reconfigured from the first configuration
+    C2 = _demands(rng, H, P, K, rng.uniform(0.3, 1.0))
+    res2 = configure(C2, w, solver=solver, current=res.circuits)
+    assert verify_circuits(w, res2.circuits, C2) == []
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), P=st.sampled_from([3, 4, 6]), half_k=st.integers(1, 4))
+def test_dual_link_wiring_realizes_every_topology(seed, P, half_k) -> None:
+    rng = np.random.default_rng(seed)
+    K = 2 * half_k
+    w = build_wiring(_spec(P, K), "dual-link")
+    C = _demands(rng, 1, P, K, 1.0)
+    res = configure(C, w)
+    assert verify_circuits(w, res.circuits, C) == []
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), P=st.sampled_from([4, 6, 10]), half_k=st.integers(1, 6))
+def test_unchanged_demand_keeps_every_circuit(seed, P, half_k) -> None:
+    """``prefer`` = the current forward sub-topology: the same C rewires nothing."""
+    rng = np.random.default_rng(seed)
+    K = 2 * half_k
+    w = build_wiring(_spec(P, K, 2), "cross")
+    C = _demands(rng, 2, P, K, 1.0)
+    first = configure(C, w, solver="mcf")  # any valid configuration
+    again = configure(C, w, current=first.circuits)
+    m = evaluate(again.circuits, C, current=first.circuits)
+    assert m.rewired_circuits == 0 and m.mrar == 1.0 and m.removed_circuits == 0
+
+
+def test_mdmcf_rewires_less_than_mcf_on_successive_topologies() -> None:
+    rng = np.random.default_rng(3)
+    P, K = 8, 16
+    w = build_wiring(_spec(P, K), "cross")
+    C = random_demand(P, K, rng)
+    cur = configure(C, w).circuits
+    mr = {"mdmcf": [], "mcf": []}
+    for _ in range(5):
+        C = random_demand(P, K, rng, previous=C, change=0.2)
+        for solver in mr:
+            res = configure(C, w, current=cur, solver=solver)
+            mr[solver].append(evaluate(res.circuits, C, current=cur).mrar)
+        cur = configure(C, w, current=cur).circuits
+    assert np.mean(mr["mdmcf"]) > np.mean(mr["mcf"])
+
+
+def test_single_group_demand_configures_that_group_only() -> None:
+    w = build_wiring(_spec(3, 2, 4), "cross")
+    C = np.ones((3, 3), dtype=int) - np.eye(3, dtype=int)
+    res = configure(C, w, groups=[2])
+    assert set(res.circuits[:, 0].tolist()) == {2}
+    assert verify_configuration(w, res.circuits, C, groups=[2]) == []
+
+
+# ---- malformed inputs ------------------------------------------------------------------------
+@pytest.fixture
+def cross3() -> object:
+    return build_wiring(_spec(3, 2), "cross")
+
+
+def test_asymmetric_demand_names_the_pods(cross3) -> None:
+    with pytest.raises(DemandError, match=r"C\[0\]\[1\] = 1 but C\[1\]\[0\] = 0 \(pods 0 and 1\)"):
+        configure([[0, 1, 0], [0, 0, 0], [0, 0, 0]], cross3)
+
+
+def test_row_sum_above_ports_names_the_pod(cross3) -> None:
+    with pytest.raises(DemandError, match="pod 0 needs 3 links but spine 0 of pod 0 has 2"):
+        configure([[0, 2, 1], [2, 0, 0], [1, 0, 0]], cross3)
+
+
+def test_diagonal_and_negative_entries_are_rejected(cross3) -> None:
+    with pytest.raises(DemandError, match=r"C\[1\]\[1\] = 2"):
+        configure([[0, 0, 0], [0, 2, 0], [0, 0, 0]], cross3)
+    with pytest.raises(DemandError, match="negative"):
+        configure([[0, -1, 0], [-1, 0, 0], [0, 0, 0]], cross3)
+    with pytest.raises(DemandError, match="shape"):
+        configure(np.zeros((2, 2)), cross3)
+
+
+def test_current_config_off_the_wiring_names_pod_port_and_ocs(cross3) -> None:
+    C = [[0, 1, 0], [1, 0, 0], [0, 0, 0]]
+    with pytest.raises(CurrentConfigError, match="Tx of group 0 pod 0 port 0 is wired to OCS 0"):
+        configure(C, cross3, current=[[0, 1, 0, 0, 1, 0]])
+    with pytest.raises(CurrentConfigError, match="port 7 out of range"):
+        configure(C, cross3, current=[[0, 0, 0, 7, 1, 1]])
+    dup = [[0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 2, 1]]
+    with pytest.raises(CurrentConfigError, match="Tx of group 0 pod 0 port 0 is used by 2"):
+        configure(C, cross3, current=dup)
+
+
+def test_solver_and_wiring_mismatch() -> None:
+    w = build_wiring(_spec(3, 2), "uniform")
+    with pytest.raises(WiringMismatchError, match="allowed solvers for this wiring: ilp, bvn"):
+        configure(np.zeros((3, 3), dtype=int), w, solver="mdmcf")
+    with pytest.raises(ConfigError, match="allowed: mdmcf, mcf, ilp, bvn, helios"):
+        configure(np.zeros((3, 3), dtype=int), w, solver="gurobi")
