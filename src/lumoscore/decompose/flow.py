@@ -12,17 +12,10 @@ from __future__ import annotations
 import numpy as np
 from ortools.graph.python import min_cost_flow
 
+from lumoscore.decompose.intmath import group_sums
 from lumoscore.errors import SolverError
 
 __all__ = ["solve_bounded_flow"]
-
-
-def _node_sums(nodes: np.ndarray, weights: np.ndarray, num_nodes: int) -> np.ndarray:
-    """Exact integer ``bincount`` (weights stay below 2**53, see ``MAX_TOTAL``)."""
-    if nodes.size == 0:
-        return np.zeros(num_nodes, dtype=np.int64)
-    sums = np.bincount(nodes, weights=weights, minlength=num_nodes)
-    return np.rint(sums).astype(np.int64)
 
 
 def solve_bounded_flow(
@@ -84,8 +77,8 @@ def solve_bounded_flow(
     costs = np.asarray(costs, dtype=np.int64)
     supply = np.asarray(supplies, dtype=np.int64).copy()
     if lower.any():
-        supply -= _node_sums(tails, lower, num_nodes)
-        supply += _node_sums(heads, lower, num_nodes)
+        supply -= group_sums(tails, lower, num_nodes)
+        supply += group_sums(heads, lower, num_nodes)
     caps = upper - lower
     live = np.flatnonzero(caps > 0)
     flow = lower.copy()

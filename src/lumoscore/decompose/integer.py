@@ -57,7 +57,8 @@ import numpy as np
 
 from lumoscore.decompose.errors import DecompositionInputError
 from lumoscore.decompose.flow import solve_bounded_flow
-from lumoscore.decompose.reporting import describe_violations, floor_ceil_div
+from lumoscore.decompose.intmath import floor_ceil_div, group_sums
+from lumoscore.decompose.reporting import describe_violations
 from lumoscore.decompose.validation import MAX_TOTAL, as_integer_matrix, as_parts
 
 __all__ = [
@@ -66,11 +67,6 @@ __all__ = [
     "integer_decomposition",
     "integer_decomposition_sparse",
 ]
-
-
-def _sum_by(keys: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
-    """Exact integer group sums (weights below 2**53, guaranteed by ``MAX_TOTAL``)."""
-    return np.rint(np.bincount(keys, weights=weights, minlength=n)).astype(np.int64)
 
 
 def _compact(keys: np.ndarray, num_keys: int) -> tuple[np.ndarray, np.ndarray]:
@@ -125,12 +121,12 @@ def _split_level(
     src = n_rows + n_cols  # node of problem p's source: src + p; its sink: src + P + p
 
     row_lo, row_hi = _round_bounds(
-        _sum_by(row_of, v, n_rows), _sum_by(row_of, y, n_rows), half[row_prob], size[row_prob]
+        group_sums(row_of, v, n_rows), group_sums(row_of, y, n_rows), half[row_prob], size[row_prob]
     )
     col_lo, col_hi = _round_bounds(
-        _sum_by(col_of, v, n_cols), _sum_by(col_of, y, n_cols), half[col_prob], size[col_prob]
+        group_sums(col_of, v, n_cols), group_sums(col_of, y, n_cols), half[col_prob], size[col_prob]
     )
-    tot_lo, tot_hi = _round_bounds(_sum_by(prob, v, P), _sum_by(prob, y, P), half, size)
+    tot_lo, tot_hi = _round_bounds(group_sums(prob, v, P), group_sums(prob, y, P), half, size)
 
     rows = np.arange(n_rows)
     cols = n_rows + np.arange(n_cols)
@@ -345,9 +341,10 @@ def check_integer_decomposition(C: Any, X: Any, K: Any = None) -> list[str]:
 
     Examples
     --------
-    >>> check_integer_decomposition([[4, 0]], [[[3, 0]], [[1, 0]]])
-    ['part 0, entry (0, 0): X[0, 0, 0] = 3 outside [2, 2] = floor/ceil(C[0, 0] = 4 / 2)', 'part 1, entry (0, 0): X[1, 0, 0] = 1 outside [2, 2] = floor/ceil(C[0, 0] = 4 / 2)', 'part 0, row 0: sum = 3 outside [2, 2] = floor/ceil(4 / 2)', 'part 1, row 0: sum = 1 outside [2, 2] = floor/ceil(4 / 2)', 'part 0, column 0: sum = 3 outside [2, 2] = floor/ceil(4 / 2)', 'part 1, column 0: sum = 1 outside [2, 2] = floor/ceil(4 / 2)']
-    """  # noqa: E501
+    >>> messages = check_integer_decomposition([[4, 0]], [[[3, 0]], [[1, 0]]])
+    >>> len(messages), messages[0]
+    (6, 'part 0, entry (0, 0): X[0, 0, 0] = 3 outside [2, 2] = floor/ceil(C[0, 0] = 4 / 2)')
+    """
     C = as_integer_matrix(C, name="C")
     try:
         X = as_integer_matrix(X, name="X", ndim=3, allow_negative=True)

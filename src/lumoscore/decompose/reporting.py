@@ -12,24 +12,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["MESSAGE_LIMIT", "describe_violations", "floor_ceil_div"]
+__all__ = ["MESSAGE_LIMIT", "describe_violations"]
 
 #: Messages listed per kind of violation before the remainder is summarised in one line.
 MESSAGE_LIMIT = 10
-
-
-def floor_ceil_div(values: np.ndarray, parts: int) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(floor(values / parts), ceil(values / parts))`` in exact integer arithmetic.
-
-    Examples
-    --------
-    >>> lo, hi = floor_ceil_div(np.array([4, 5, 0]), 2)
-    >>> lo.tolist(), hi.tolist()
-    ([2, 2, 0], [2, 3, 0])
-    """
-    lo = values // parts
-    hi = -((-values) // parts)
-    return lo, hi
 
 
 def describe_violations(

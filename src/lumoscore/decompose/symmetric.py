@@ -48,7 +48,8 @@ import numpy as np
 
 from lumoscore.decompose.errors import BadShapeError, DecompositionInputError
 from lumoscore.decompose.flow import solve_bounded_flow
-from lumoscore.decompose.reporting import describe_violations, floor_ceil_div
+from lumoscore.decompose.intmath import floor_ceil_div, group_sums
+from lumoscore.decompose.reporting import describe_violations
 from lumoscore.decompose.validation import (
     as_integer_matrix,
     require_even_diagonal,
@@ -151,24 +152,21 @@ def symmetric_decomposition(C: Any, *, prefer: Any = None) -> np.ndarray:
     # Row sums of the base matrix and the [lo, hi] targets of Theorem 2.1.
     R = C.sum(axis=1)
     lo, hi = floor_ceil_div(R, 2)
-    r0 = np.diagonal(C) // 2 + np.bincount(i, a0, n) + np.bincount(j, c - a0, n)
-    r0 = np.rint(r0).astype(np.int64)
+    r0 = np.diagonal(C) // 2 + group_sums(i, a0, n) + group_sums(j, c - a0, n)
     supplies = np.empty(n + 1, dtype=np.int64)
     supplies[:n] = r0 - hi
     supplies[n] = -supplies[:n].sum()
 
-    pods = np.arange(n)
-    tiers = [(i, j, cap, t) for t, cap in enumerate(down)] + [
-        (j, i, cap, t) for t, cap in enumerate(up)
-    ]
-    tails = np.concatenate([t[0] for t in tiers] + [np.full(n, n)])
-    heads = np.concatenate([t[1] for t in tiers] + [pods])
-    upper = np.concatenate([t[2] for t in tiers] + [hi - lo])
-    costs = np.concatenate([np.full(len(i), t[3], dtype=np.int64) for t in tiers] + [np.zeros(n)])
-    flow = solve_bounded_flow(
-        n + 1, tails, heads, np.zeros_like(upper), upper, costs.astype(np.int64), supplies
-    )
+    # Pair arcs, one block of m arcs per tier: "down" tiers i -> j lower a, "up" tiers raise it;
+    # tier t costs t per unit. Then S -> pod arcs of capacity ceil - floor.
     m = len(i)
+    tiers = down + up
+    tier_cost = [*range(len(down)), *range(len(up))]
+    tails = np.concatenate([i] * len(down) + [j] * len(up) + [np.full(n, n)])
+    heads = np.concatenate([j] * len(down) + [i] * len(up) + [np.arange(n)])
+    upper = np.concatenate([*tiers, hi - lo])
+    costs = np.repeat(np.array([*tier_cost, 0], dtype=np.int64), [m] * len(tiers) + [n])
+    flow = solve_bounded_flow(n + 1, tails, heads, np.zeros_like(upper), upper, costs, supplies)
     moves = flow[: m * len(tiers)].reshape(len(tiers), m)
     a = a0 - moves[: len(down)].sum(axis=0) + moves[len(down) :].sum(axis=0)
     A[i, j] = a
@@ -200,9 +198,10 @@ def check_symmetric_decomposition(C: Any, A: Any, *, entrywise: bool = False) ->
 
     Examples
     --------
-    >>> check_symmetric_decomposition([[0, 2], [2, 0]], [[0, 2], [0, 0]])
-    ['row 0: sum of A = 2 outside [1, 1] = floor/ceil(2 / 2)', 'row 1: sum of A = 0 outside [1, 1] = floor/ceil(2 / 2)', 'column 0: sum of A = 0 outside [1, 1] = floor/ceil(2 / 2)', 'column 1: sum of A = 2 outside [1, 1] = floor/ceil(2 / 2)']
-    """  # noqa: E501
+    >>> messages = check_symmetric_decomposition([[0, 2], [2, 0]], [[0, 2], [0, 0]])
+    >>> len(messages), messages[0]
+    (4, 'row 0: sum of A = 2 outside [1, 1] = floor/ceil(2 / 2)')
+    """
     C = _validated_symmetric(C)
     try:
         A = as_integer_matrix(A, name="A", allow_negative=True)
