@@ -123,5 +123,8 @@ class EventQueue:
 
     def drain(self, until_s: float = math.inf) -> Iterator[Event]:
         """Pop events in order while their time is at most ``until_s``."""
-        while self.peek_time() <= until_s:
+        while True:
+            t = self.peek_time()
+            if not self._heap or t > until_s:
+                return
             yield self.pop()
