@@ -55,7 +55,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from ortools.sat.python import cp_model
 
-from lumoscore.decompose import integer_decomposition, symmetric_decomposition
+from lumoscore.decompose import integer_decomposition_sparse, symmetric_decomposition
 from lumoscore.errors import ConfigError, InfeasibleError, SolverError
 from lumoscore.topology.circuits import as_logical_topology, logical_topology, ltcr_matrix
 from lumoscore.topology.wiring import Wiring
@@ -122,15 +122,25 @@ def check_logical_topology(C: Any, wiring: Wiring, *, fan_out: bool = True) -> I
 
 
 def _unique_groups(Ch: IntArray) -> tuple[IntArray, IntArray]:
-    """Distinct per-group topologies and, for every group, the index of its distinct one."""
-    H, P, _ = Ch.shape
-    uniq, inverse = np.unique(Ch.reshape(H, P * P), axis=0, return_inverse=True)
-    return uniq.reshape(-1, P, P), np.asarray(inverse).reshape(-1)
+    """Distinct per-group topologies and, for every group, the index of its distinct one.
+
+    Groups are compared by their bytes (``numpy.unique(axis=0)`` is slow on wide rows).
+    """
+    first: dict[bytes, int] = {}
+    inverse = np.array(
+        [first.setdefault(np.ascontiguousarray(c).tobytes(), len(first)) for c in Ch],
+        dtype=np.int64,
+    )
+    reps = np.zeros(len(first), dtype=np.int64)
+    reps[inverse[::-1]] = np.arange(len(inverse))[::-1]  # first group of each distinct one
+    return Ch[reps], inverse
 
 
-def _circuits_of_parts(kind: str, circulators: bool, X: IntArray) -> IntArray:
-    """Rows ``[0, ocs, tx_pod, tx_port, rx_pod, rx_port]`` from partial permutations ``X``."""
-    k, i, j = np.nonzero(X)
+def _circuits_of_parts(
+    kind: str, circulators: bool, k: IntArray, i: IntArray, j: IntArray
+) -> IntArray:
+    """Rows ``[0, ocs, tx_pod, tx_port, rx_pod, rx_port]`` from the unit entries ``X[k, i, j]``
+    of partial permutations."""
     zero = np.zeros_like(k)
     if circulators:  # both kinds: N(i, 2k) <-> S(j, 2k+1) on OCS k
         fwd = np.column_stack([zero, k, i, 2 * k, j, 2 * k + 1])
@@ -201,13 +211,19 @@ def realize(C: Any, wiring: Wiring) -> IntArray:
     per_unique = []
     for Cu in uniq:
         A = symmetric_decomposition(Cu)
-        X = integer_decomposition(A, half)
-        if X.size and (X.max() > 1 or X.sum(axis=2).max() > 1 or X.sum(axis=1).max() > 1):
+        X = integer_decomposition_sparse(A, half)
+        k, i, j = X.part, X.row, X.col
+        P = wiring.pods
+        if X.value.size and (
+            X.value.max() > 1
+            or np.unique(k * P + i).size < k.size
+            or np.unique(k * P + j).size < k.size
+        ):
             raise SolverError(
                 "integer decomposition returned a part that is not a partial permutation "
                 "(breaks Thm 3.1's bounds)"
             )
-        per_unique.append(_circuits_of_parts(wiring.kind, wiring.circulators, X))
+        per_unique.append(_circuits_of_parts(wiring.kind, wiring.circulators, k, i, j))
     return _tile_groups(per_unique, inverse)
 
 
