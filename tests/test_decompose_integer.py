@@ -117,3 +117,16 @@ def test_checker_reports_each_broken_bound() -> None:
     assert check_integer_decomposition(C, bad, K=3)[0].startswith("X has shape")
     assert "3-dimensional" in check_integer_decomposition(C, C)[0]
     assert check_integer_decomposition(C, np.stack([C // 2, C // 2])) == []
+
+
+def test_huge_k_stays_sparse_and_balanced() -> None:
+    C = np.array([[3, 0, 7], [1, 2, 0]])
+    K = 10**6
+    sparse = integer_decomposition_sparse(C, K)
+    assert sparse.shape == (K, 2, 3)
+    assert (sparse.value == 1).all()  # every entry of C is below K: parts hold 0 or 1
+    got = np.zeros_like(C)
+    np.add.at(got, (sparse.row, sparse.col), sparse.value)
+    assert (got == C).all()
+    # each part's total is at most ceil(13 / K) = 1: no part holds two units
+    assert np.unique(sparse.part).size == sparse.part.size == C.sum()

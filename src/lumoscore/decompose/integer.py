@@ -195,16 +195,20 @@ def _decompose_entries(
     size = np.full(1, K, dtype=np.int64)  # number of parts of each sub-problem
     finished: list[tuple[np.ndarray, ...]] = []
     while v.size:
+        # Emit the entries of finished sub-problems (one part left); drop those and the
+        # sub-problems without entries (all their parts are zero).
         done = size == 1
-        if done.any():
-            hit = done[prob]
+        hit = done[prob]
+        if hit.any():
             finished.append((start[prob[hit]], r[hit], c[hit], v[hit]))
-            alive = ~hit
-            renumber = np.cumsum(~done) - 1
-            prob, r, c, v = renumber[prob[alive]], r[alive], c[alive], v[alive]
-            start, size = start[~done], size[~done]
-            if not v.size:
-                break
+            prob, r, c, v = prob[~hit], r[~hit], c[~hit], v[~hit]
+        alive = np.zeros(size.size, dtype=bool)
+        alive[prob] = True
+        if not alive.all():
+            prob = (np.cumsum(alive) - 1)[prob]
+            start, size = start[alive], size[alive]
+        if not v.size:
+            break
         half = size // 2
         y = _split_level(prob, r, c, v, size, half, I, J)
         rest = v - y
