@@ -38,14 +38,16 @@ Batching
 All sub-problems of one recursion depth are independent. They are stored as one sparse list of
 ``(sub-problem, row, column, value)`` entries (only non-zero values: every part's support lies
 in the support of ``C``), and one depth is **one** OR-Tools solve over disjoint node ranges,
-so the whole decomposition is ``ceil(log2 K)`` C++ calls. The (sub-problem, row) and
-(sub-problem, column) pairs alive at a depth are renumbered densely (an occupancy table, or
-:func:`numpy.unique` when the key space is much larger than the entry list), so the work per
-depth is ``O(E)`` (``O(E log E)`` in the sparse case) with ``E`` the number of non-zero
-entries alive at that depth (``E <= min(nnz(C) * 2^depth, sum(C))``), plus the flow.
-The flow networks have unit-capacity entry arcs and at most ``2E + 2P`` nodes. The finished
-parts are collected as COO entries (:func:`integer_decomposition_sparse`) and scattered once
-into the dense ``(K, I, J)`` array (:func:`integer_decomposition`).
+so the whole decomposition is ``ceil(log2 K)`` C++ calls. Sub-problems left without entries
+(all their parts are zero) are dropped, so the work does not grow with ``K`` beyond that.
+The (sub-problem, row) and (sub-problem, column) pairs alive at a depth are renumbered
+densely (an occupancy table, or :func:`numpy.unique` when the key space is much larger than
+the entry list), so the work per depth is ``O(E)`` (``O(E log E)`` in the sparse case) with
+``E`` the number of non-zero entries alive at that depth
+(``E <= min(nnz(C) * 2^depth, sum(C))``), plus the flow. The flow networks have
+unit-capacity entry arcs and at most ``2E + 2P`` nodes. The finished parts are collected as
+COO entries (:func:`integer_decomposition_sparse`) and scattered once into the dense
+``(K, I, J)`` array (:func:`integer_decomposition`).
 """
 
 from __future__ import annotations
