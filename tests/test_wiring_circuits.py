@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from lumoscore.errors import PreconditionError
+from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.topology import (
     ClusterSpec,
     build_wiring,
@@ -14,7 +16,13 @@ from lumoscore.topology import (
     realize,
     verify_circuits,
 )
-from lumoscore.topology.circuits import MAX_MESSAGES_PER_CHECK, as_circuits, ltcr_matrix
+from lumoscore.topology.circuits import (
+    MAX_MESSAGES_PER_CHECK,
+    as_circuits,
+    ltcr_matrix,
+    read_circuits,
+    write_circuits,
+)
 
 
 def full_fan_out(P: int, K: int, seed: int) -> np.ndarray:
@@ -183,3 +191,16 @@ def test_bad_circuit_arrays() -> None:
     with pytest.raises(PreconditionError, match="integers"):
         as_circuits(np.full((1, 6), 0.5))
     assert as_circuits(np.zeros((2, 6))).dtype == np.int64
+
+
+@pytest.mark.parametrize("suffix", [".json", ".csv"])
+def test_circuit_files_round_trip(suffix: str, setup: tuple, tmp_path: Path) -> None:
+    w, x, C = setup
+    write_circuits(tmp_path / f"c{suffix}", x)
+    back = read_circuits(tmp_path / f"c{suffix}")
+    assert (back == x).all() and verify_circuits(w, back, C) == []
+    write_circuits(tmp_path / f"empty{suffix}", as_circuits([]))
+    assert read_circuits(tmp_path / f"empty{suffix}").shape == (0, 6)
+    (tmp_path / "bad.csv").write_text("a,b\n")
+    with pytest.raises(ConfigError, match="CSV header"):
+        read_circuits(tmp_path / "bad.csv")

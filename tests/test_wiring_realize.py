@@ -69,14 +69,14 @@ def check_realization(C: np.ndarray, K: int, kind: str, circ: bool, ocs_ports: i
     assert (logical_topology(w, x)[0] == C).all()
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(logical_topologies(), st.booleans())
 def test_every_logical_topology_is_realizable_on_cross_wiring(topo: tuple, circ: bool) -> None:
     C, K = topo
     check_realization(C, K, "cross", circ, ocs_ports=C.shape[0])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(logical_topologies(), st.booleans())
 def test_every_logical_topology_is_realizable_on_dual_link(topo: tuple, circ: bool) -> None:
     C, K = topo

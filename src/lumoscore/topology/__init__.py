@@ -9,7 +9,9 @@ from lumoscore.topology.circuits import (
     CIRCUIT_COLUMNS,
     logical_topology,
     ltcr,
+    read_circuits,
     verify_circuits,
+    write_circuits,
 )
 from lumoscore.topology.realize import (
     ExactRealization,
@@ -39,8 +41,10 @@ __all__ += [
     "ltcr",
     "max_gpus",
     "max_pods",
+    "read_circuits",
     "read_wiring_map",
     "realize",
     "realize_exact",
     "verify_circuits",
+    "write_circuits",
 ]

@@ -30,13 +30,15 @@ Examples
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from lumoscore.errors import PreconditionError
-from lumoscore.topology.wiring import Wiring
+from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.topology.wiring import Wiring, _atomic_write_text
 
 __all__ = [
     "CIRCUIT_COLUMNS",
@@ -46,7 +48,9 @@ __all__ = [
     "logical_topology",
     "ltcr",
     "ltcr_matrix",
+    "read_circuits",
     "verify_circuits",
+    "write_circuits",
 ]
 
 IntArray = NDArray[np.int64]
@@ -322,3 +326,46 @@ def verify_circuits(wiring: Wiring, circuits: Any, C: Any = None) -> list[str]:
             )
         msgs.extend(_capped(out, diff.shape[0], "pod pairs off target"))
     return msgs
+
+
+def write_circuits(path: str | Path, circuits: Any) -> None:
+    """Write circuits as JSON (a list of objects with :data:`CIRCUIT_COLUMNS` keys, for a
+    ``.json`` path) or CSV (that header), atomically (temp file + ``os.replace``).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     write_circuits(os.path.join(d, "c.json"), [[0, 0, 0, 0, 1, 1]])
+    ...     read_circuits(os.path.join(d, "c.json")).tolist()
+    [[0, 0, 0, 0, 1, 1]]
+    """
+    x = as_circuits(circuits)
+    p = Path(path)
+    if p.suffix.lower() == ".json":
+        rows = [dict(zip(CIRCUIT_COLUMNS, r, strict=True)) for r in x.tolist()]
+        _atomic_write_text(p, json.dumps(rows, indent=1) + "\n")
+        return
+    lines = [",".join(CIRCUIT_COLUMNS)]
+    lines.extend(",".join(map(str, r)) for r in x.tolist())
+    _atomic_write_text(p, "\n".join(lines) + "\n")
+
+
+def read_circuits(path: str | Path) -> IntArray:
+    """Read circuits written by :func:`write_circuits` (``.json`` or CSV) as ``(n, 6)``."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such file") from None
+    try:
+        if p.suffix.lower() == ".json":
+            rows = [[int(r[c]) for c in CIRCUIT_COLUMNS] for r in json.loads(text)]
+        else:
+            lines = [ln for ln in text.splitlines() if ln.strip()]
+            if not lines or tuple(c.strip() for c in lines[0].split(",")) != CIRCUIT_COLUMNS:
+                raise ConfigError(f"{p}: CSV header must be {','.join(CIRCUIT_COLUMNS)}")
+            rows = [[int(v) for v in ln.split(",")] for ln in lines[1:]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{p}: not a circuits file ({exc})") from None
+    return as_circuits(np.array(rows, dtype=np.int64).reshape(-1, 6))

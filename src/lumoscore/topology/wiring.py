@@ -276,6 +276,12 @@ class Wiring:
     rx_ocs: IntArray
     rx_ocs_port: IntArray
 
+    def __repr__(self) -> str:
+        return (
+            f"Wiring(kind={self.kind!r}, circulators={self.circulators}, groups={self.groups}, "
+            f"pods={self.pods}, ports={self.ports}, ocs_per_group={self.ocs_per_group})"
+        )
+
     # ---- sizes ----------------------------------------------------------------------------
     @property
     def groups(self) -> int:
