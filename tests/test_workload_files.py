@@ -285,3 +285,15 @@ def test_trace_is_immutable(trace: Trace) -> None:
     frame = trace.to_frame()
     frame.loc[0, "gpus"] = 1  # a copy: the trace is unaffected
     assert int(trace.gpus[0]) == before != 1
+
+
+def test_written_files_follow_umask_and_keep_mode(tmp_path: Path, trace: Trace) -> None:
+    umask = os.umask(0o022)
+    try:
+        path = write_trace(trace, tmp_path / "t.csv")
+        assert path.stat().st_mode & 0o777 == 0o644
+        path.chmod(0o600)
+        write_trace(trace, path)
+        assert path.stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(umask)

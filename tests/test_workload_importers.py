@@ -261,3 +261,16 @@ def test_results_log_export_errors() -> None:
         format_results_log([1], [5.0], [4.0], [6.0])
     with pytest.raises(ConfigError, match="unique"):
         format_results_log([1, 1], [0, 0], [0, 0], [0, 0])
+
+
+def test_example_files_parse() -> None:
+    from lumoscore.workload import read_trace
+
+    d = Path(__file__).resolve().parents[1] / "examples" / "traces"
+    t = read_trace(d / "lumoscore-paper-50.csv")
+    assert t == generate_trace("lumoscore-paper", 50, seed=1)
+    assert len(read_joblist(d / "joblist-8.txt")) == 8
+    h = import_helios(d / "helios-style-cluster_log.csv")
+    assert len(h) == 11 and h.gpus.min() == 8
+    log = read_results_log(d / "results-log-example.txt")
+    assert log.job_id.tolist() == [0, 1, 2] and np.isnan(log.finish_s[2])

@@ -34,7 +34,8 @@ import contextlib
 import json
 import os
 import re
-import tempfile
+import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -79,6 +80,18 @@ def trace_format(path: str | os.PathLike[str]) -> str:
     return TRACE_FORMATS[suffix]
 
 
+def _create_temp(directory: Path, name: str) -> Path:
+    """Create an empty file next to the target (permissions follow the umask, unlike
+    :func:`tempfile.mkstemp`, whose files are private)."""
+    while True:
+        tmp = directory / f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return tmp
+
+
 def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
     """Call ``write(tmp)`` on a temporary path next to ``path`` and move it into place.
 
@@ -96,9 +109,10 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) ->
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise TraceFormatError(f"{target}: directory {directory} does not exist")
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    os.close(fd)
-    tmp = Path(name)
+    tmp = _create_temp(directory, target.name)
+    with contextlib.suppress(OSError):
+        # Keep the mode of a file being replaced; new files get 0o666 minus the umask.
+        os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
     try:
         write(tmp)
         os.replace(tmp, target)
