@@ -17,7 +17,8 @@ from lumoscore.decompose import (
     integer_decomposition,
     symmetric_decomposition,
 )
-from lumoscore.errors import PreconditionError
+from lumoscore.decompose.flow import solve_bounded_flow
+from lumoscore.errors import PreconditionError, SolverError
 
 SYM = np.array([[0, 1], [1, 2]])
 
@@ -126,3 +127,12 @@ def test_checker_bad_c_raises_but_bad_x_is_reported() -> None:
     assert "not finite" in check_integer_decomposition([[1]], [[[np.nan]]])[0]
     with pytest.raises(BadShapeError):
         check_integer_decomposition([[1]], [[[1]]], K=0)
+
+
+def test_flow_helper_reports_infeasible_network_as_solver_error() -> None:
+    # Node 0 must send 2 units through an arc of capacity 1: OR-Tools says INFEASIBLE.
+    one = np.array([1])
+    with pytest.raises(SolverError, match="expected OPTIMAL"):
+        solve_bounded_flow(2, np.array([0]), one, np.array([0]), one, one, np.array([2, -2]))
+    with pytest.raises(ValueError, match="lower bound 2 > upper bound 1"):
+        solve_bounded_flow(2, np.array([0]), one, np.array([2]), one, one, np.zeros(2))

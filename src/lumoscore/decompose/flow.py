@@ -53,6 +53,8 @@ def solve_bounded_flow(
 
     Raises
     ------
+    ValueError
+        An arc with ``lower > upper``.
     lumoscore.errors.SolverError
         OR-Tools reports any status other than ``OPTIMAL`` (for example ``INFEASIBLE``).
 
@@ -80,6 +82,9 @@ def solve_bounded_flow(
         supply -= group_sums(tails, lower, num_nodes)
         supply += group_sums(heads, lower, num_nodes)
     caps = upper - lower
+    if (caps < 0).any():
+        bad = int(np.argmax(caps < 0))
+        raise ValueError(f"arc {bad} has lower bound {lower[bad]} > upper bound {upper[bad]}")
     live = np.flatnonzero(caps > 0)
     flow = lower.copy()
     nonzero = np.flatnonzero(supply)
