@@ -198,3 +198,35 @@ def test_realize_rejects_uniform_and_bad_shapes() -> None:
         realize(fig4(), w)
     with pytest.raises(PreconditionError, match="must have shape"):
         realize(np.zeros((2, 2)), build_wiring(make_spec(3, 2, 3), "cross"))
+
+
+@pytest.mark.parametrize("kind", ["uniform", "dual-link", "cross"])
+@pytest.mark.parametrize("circ", [False, True])
+def test_cp_sat_candidates_match_brute_force(kind: str, circ: bool) -> None:
+    """The class-product candidate pairs of realize_exact equal the O((P K)^2) definition."""
+    from lumoscore.topology.realize import _candidate_pairs
+
+    P, K = 7, 6
+    w = build_wiring(make_spec(P, K, 2 * P), kind, circ)
+    rng = np.random.default_rng(5)
+    Cg = rng.integers(0, 2, size=(P, P))
+    Cg = Cg + Cg.T
+    np.fill_diagonal(Cg, 0)
+    tx_o, rx_o = w.tx_ocs[0].ravel(), w.rx_ocs[0].ravel()
+    tx_s, rx_s = w.tx_side()[0].ravel(), w.rx_side()[0].ravel()
+    pod = np.repeat(np.arange(P), K)
+    m, n = _candidate_pairs(tx_o, rx_o, tx_s, rx_s, pod, Cg, w.ocs_per_group)
+    got = {(min(a, b), max(a, b)) for a, b in zip(m.tolist(), n.tolist(), strict=True)}
+    assert len(got) == m.size  # no pair twice
+    want = {
+        (a, b)
+        for a in range(P * K)
+        for b in range(a + 1, P * K)
+        if pod[a] != pod[b]
+        and tx_o[a] == rx_o[b]
+        and tx_o[b] == rx_o[a]
+        and tx_s[a] != rx_s[b]
+        and tx_s[b] != rx_s[a]
+        and Cg[pod[a], pod[b]] > 0
+    }
+    assert got == want and want

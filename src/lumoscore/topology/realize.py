@@ -262,6 +262,44 @@ class ExactRealization:
     wall_time_s: float
 
 
+def _candidate_pairs(
+    tx_o: IntArray,
+    rx_o: IntArray,
+    tx_s: IntArray,
+    rx_s: IntArray,
+    pod: IntArray,
+    Cg: IntArray,
+    n_ocs: int,
+) -> tuple[IntArray, IntArray]:
+    """Unordered port pairs ``{m, n}`` of different pods with ``C > 0`` whose both directed
+    circuits ``m -> n`` and ``n -> m`` can exist (Tx of one and Rx of the other on the same
+    OCS, on opposite N/S sides).
+
+    Ports are grouped by class ``(tx_ocs, rx_ocs, tx_side, rx_side)``; the partners of a
+    class form the class ``(rx_ocs, tx_ocs, 1 - rx_side, 1 - tx_side)``, so the candidates are
+    products of two classes (memory proportional to the candidates, not to ``(P K)^2``).
+    """
+    key = ((tx_o * n_ocs + rx_o) * 2 + tx_s) * 2 + rx_s
+    partner = ((rx_o * n_ocs + tx_o) * 2 + (1 - rx_s)) * 2 + (1 - tx_s)
+    order = np.argsort(key, kind="stable")
+    classes, starts = np.unique(key[order], return_index=True)
+    members = dict(zip(classes.tolist(), np.split(order, starts[1:]), strict=True))
+    ms, ns = [], []
+    for a, A in members.items():
+        b = int(partner[A[0]])
+        if b < a or b not in members:
+            continue
+        mm, nn = (g.ravel() for g in np.meshgrid(A, members[b], indexing="ij"))
+        keep = pod[mm] < pod[nn] if a == b else pod[mm] != pod[nn]
+        ms.append(mm[keep])
+        ns.append(nn[keep])
+    if not ms:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    m, n = np.concatenate(ms), np.concatenate(ns)
+    useful = Cg[pod[m], pod[n]] > 0
+    return m[useful], n[useful]
+
+
 def _solve_group(
     wiring: Wiring, h: int, Cg: IntArray, time_limit_s: float, workers: int, seed: int
 ) -> tuple[IntArray, str, int]:
@@ -278,16 +316,7 @@ def _solve_group(
     tx_s = wiring.tx_side()[h].reshape(-1)
     rx_s = wiring.rx_side()[h].reshape(-1)
     pod = np.repeat(np.arange(P), K)
-    # an unordered pair {m < n} is a candidate link if both directed circuits can exist
-    cand = (
-        (pod[:, None] < pod[None, :])
-        & (tx_o[:, None] == rx_o[None, :])
-        & (tx_o[None, :] == rx_o[:, None])
-        & (tx_s[:, None] != rx_s[None, :])
-        & (tx_s[None, :] != rx_s[:, None])
-        & (Cg[pod[:, None], pod[None, :]] > 0)
-    )
-    m, n = np.nonzero(cand)
+    m, n = _candidate_pairs(tx_o, rx_o, tx_s, rx_s, pod, Cg, wiring.ocs_per_group)
     if m.size == 0:
         return empty, "optimal", 0
     model = cp_model.CpModel()
@@ -303,7 +332,7 @@ def _solve_group(
             model.add(cp_model.LinearExpr.sum(list(yv[idx])) <= 1)
     del ports
     # relaxed constraint (1): at most C_ij links between pods i < j
-    pair = pod[m] * P + pod[n]
+    pair = np.minimum(pod[m], pod[n]) * P + np.maximum(pod[m], pod[n])
     order = np.argsort(pair, kind="stable")
     keys, starts = np.unique(pair[order], return_index=True)
     caps = Cg.reshape(-1)[keys]
