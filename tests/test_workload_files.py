@@ -297,3 +297,15 @@ def test_written_files_follow_umask_and_keep_mode(tmp_path: Path, trace: Trace) 
         assert path.stat().st_mode & 0o777 == 0o600
     finally:
         os.umask(umask)
+
+
+def test_trace_pickles_and_accepts_nullable_columns(trace: Trace) -> None:
+    import pickle
+
+    back = pickle.loads(pickle.dumps(trace))
+    assert back == trace and not back.gpus.flags.writeable
+    frame = trace.to_frame().astype({"gpus": "Int64", "deadline_s": "Float64"})
+    assert Trace.from_frame(frame, trace.meta) == trace
+    frame.loc[3, "gpus"] = pd.NA
+    with pytest.raises(TraceFormatError, match="row 4, column gpus: missing value"):
+        Trace.from_frame(frame)

@@ -159,7 +159,7 @@ def _numeric_column(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Parse one column to float64; returns ``(values, empty_mask)``."""
     if raw.dtype.kind in "biuf":
-        values = raw.to_numpy(dtype=np.float64)
+        values = raw.to_numpy(dtype=np.float64, na_value=np.nan)
         empty = np.isnan(values)
     else:
         empty = _empty_mask(raw)
@@ -502,6 +502,10 @@ class Trace:
         return True
 
     __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[type[Trace], tuple[dict[str, np.ndarray], TraceMeta]]:
+        # The column mapping is a read-only proxy, which pickle cannot copy directly.
+        return (Trace, (dict(self.columns), self.meta))
 
     def __repr__(self) -> str:
         return f"Trace({len(self)} jobs, meta={self.meta!r})"
