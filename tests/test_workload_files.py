@@ -126,7 +126,8 @@ def test_unknown_column(tmp_path: Path, trace: Trace) -> None:
         (5, "model", "gpt9", r"line 7, column share_dp: unknown model 'gpt9' needs explicit"),
         (6, "arrival_s", "inf", r"line 8, column arrival_s: must be finite"),
         (0, "deadline_s", "-1", r"line 2, column deadline_s: deadline -1.0 is before"),
-        (0, "ep", "100000", r"line 2, column ep: ep=100000 must be <= gpus"),
+        (0, "ep", "100000", r"line 2, column ep: ep=100000 must divide gpus"),
+        (0, "ep", "3", r"line 2, column ep: ep=3 must divide gpus"),
     ],
 )
 def test_bad_value_names_line_and_column(

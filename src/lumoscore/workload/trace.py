@@ -215,9 +215,9 @@ def columns_from_frame(
     TraceFormatError
         Naming the row and column of the first problem found: a missing or unknown column, an
         empty or non-numeric value, a non-integer count, a negative time, a non-positive
-        duration, ``gpus != tp * pp * dp``, ``ep > gpus``, an unknown model without shares,
-        an unknown collective, shares outside ``[0, 1)`` or summing to 1 or more, a deadline
-        before arrival, a repeated ``job_id`` or arrivals out of order.
+        duration, ``gpus != tp * pp * dp``, ``ep`` not dividing ``gpus``, an unknown model
+        without shares, an unknown collective, shares outside ``[0, 1)`` or summing to 1 or
+        more, a deadline before arrival, a repeated ``job_id`` or arrivals out of order.
 
     Examples
     --------
@@ -296,10 +296,14 @@ def columns_from_frame(
             f"gpus={out['gpus'][bad]} must equal tp*pp*dp="
             f"{out['tp'][bad]}*{out['pp'][bad]}*{out['dp'][bad]}={product[bad]}",
         )
-    bad = _first(out["ep"] > out["gpus"])
+    bad = _first((out["ep"] > out["gpus"]) | (out["gpus"] % out["ep"] != 0))
     if bad is not None:
         raise _fail(
-            source, place(bad), "ep", f"ep={out['ep'][bad]} must be <= gpus={out['gpus'][bad]}"
+            source,
+            place(bad),
+            "ep",
+            f"ep={out['ep'][bad]} must divide gpus={out['gpus'][bad]} (expert groups are "
+            f"blocks of ep GPUs)",
         )
     _, first_index = np.unique(out["job_id"], return_index=True)
     if first_index.size != n:
