@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from lumoscore.cli._common import JsonOption, emit_json, to_jsonable
-from lumoscore.errors import ConfigError
+from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.workload.importers import (
     SIZE_MAPPINGS,
     import_helios,
@@ -58,7 +58,7 @@ def _choice(name: str, value: str, allowed: tuple[str, ...] | list[str]) -> str:
 def _level_or_none(trace: Trace) -> float | None:
     try:
         return workload_level(trace)
-    except Exception:  # fewer than two arrivals or no cluster size: no level to report
+    except (PreconditionError, ConfigError):  # < 2 arrivals or no cluster size: no level
         return None
 
 
