@@ -40,6 +40,15 @@ def floor_ceil_ok(got: np.ndarray, total: np.ndarray, K: int) -> bool:
     return bool(((K * got > total - K) & (K * got < total + K)).all())
 
 
+def theorem_holds(C: np.ndarray, X: np.ndarray, K: int) -> bool:
+    return (
+        bool((X.sum(axis=0) == C).all())
+        and floor_ceil_ok(X, C[None], K)
+        and floor_ceil_ok(X.sum(axis=2), C.sum(axis=1)[None], K)
+        and floor_ceil_ok(X.sum(axis=1), C.sum(axis=0)[None], K)
+    )
+
+
 def assert_theorem(C: np.ndarray, X: np.ndarray, K: int) -> None:
     """Theorem 2.2 written out directly (independent of the package's checker)."""
     assert X.dtype == np.int64
@@ -103,6 +112,20 @@ def test_permutation_parts_for_regular_bipartite_matrix() -> None:
 @pytest.mark.parametrize("shape", [(0, 0), (0, 5), (3, 0)])
 def test_empty_matrices(shape: tuple[int, int]) -> None:
     assert integer_decomposition(np.zeros(shape, dtype=np.int64), 4).shape == (4, *shape)
+
+
+@settings(max_examples=150, deadline=None)
+@given(integer_matrices(max_n=8), st.integers(1, 9), st.integers(0, 2**32 - 1))
+def test_checker_agrees_with_theorem_on_perturbed_parts(C: np.ndarray, K: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    X = integer_decomposition(C, K)
+    k, i, j = (rng.integers(0, n) for n in X.shape)
+    if rng.random() < 0.5:  # move units between two parts: the sum stays C
+        X[k, i, j] -= 1
+        X[rng.integers(0, K), i, j] += 1
+    else:
+        X[k, i, j] += rng.integers(-2, 3)
+    assert (check_integer_decomposition(C, X) == []) == theorem_holds(C, X, K)
 
 
 def test_checker_reports_each_broken_bound() -> None:

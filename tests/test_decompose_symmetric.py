@@ -32,6 +32,15 @@ def symmetric_matrices(draw: st.DrawFn, max_n: int = 64) -> np.ndarray:
     return C
 
 
+def theorem_holds(C: np.ndarray, A: np.ndarray, *, entrywise: bool) -> bool:
+    ok = bool((A + A.T == C).all() and (A >= 0).all())
+    for got, total in ((A.sum(axis=1), C.sum(axis=1)), (A.sum(axis=0), C.sum(axis=0))):
+        ok = ok and bool((2 * got >= total - 1).all() and (2 * got <= total + 1).all())
+    if entrywise:
+        ok = ok and bool((2 * A >= C - 1).all() and (2 * A <= C + 1).all())
+    return ok
+
+
 def assert_theorem(C: np.ndarray, A: np.ndarray, *, entrywise: bool) -> None:
     """Theorem 2.1 written out directly (independent of the package's checker)."""
     assert A.dtype == np.int64
@@ -136,6 +145,23 @@ def test_accepts_integer_valued_floats_and_lists() -> None:
     A = symmetric_decomposition([[2.0, 3.0], [3.0, 0.0]])
     assert A.dtype == np.int64
     assert A.tolist() in ([[1, 2], [1, 0]], [[1, 1], [2, 0]])
+
+
+@settings(max_examples=150, deadline=None)
+@given(symmetric_matrices(max_n=8), st.integers(0, 2**32 - 1), st.booleans())
+def test_checker_agrees_with_theorem_on_perturbed_splits(
+    C: np.ndarray, seed: int, entrywise: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    A = symmetric_decomposition(C)
+    i, j = rng.integers(0, len(C), size=2)
+    shift = rng.integers(-2, 3)
+    A[i, j] += shift
+    if rng.random() < 0.5:  # keep A + A.T == C, maybe break the row/column bounds
+        A[j, i] -= shift
+    assert (check_symmetric_decomposition(C, A, entrywise=entrywise) == []) == theorem_holds(
+        C, A, entrywise=entrywise
+    )
 
 
 def test_checker_reports_each_broken_bound() -> None:
