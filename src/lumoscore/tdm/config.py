@@ -202,6 +202,15 @@ def load_config(path: Path | str) -> TdmConfig:
     ------
     ConfigError
         The file is not valid TOML (pydantic's ``ValidationError`` for bad values).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "tdm.toml"
+    >>> _ = f.write_text("seed = 7")
+    >>> cfg = load_config(f)
+    >>> cfg.seed, cfg.network.n_pods
+    (7, 256)
     """
     path = Path(path)
     try:

@@ -41,7 +41,7 @@ __all__ = ["HillClimbResult", "hill_climb", "round_times_of_neighbours"]
 _REL_TOL = 1e-12
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class HillClimbResult:
     """Outcome of :func:`hill_climb`.
 
@@ -148,6 +148,17 @@ def hill_climb(
     ------
     InfeasibleError
         The starting grouping needs more OXC ports than some pod has (Eq. 6).
+
+    Examples
+    --------
+    >>> from lumoscore.tdm.models import LLAMA3, Job, Network
+    >>> from lumoscore.tdm.schedule import build_instance
+    >>> net = Network(n_pods=4, pods_per_group=4, gpus_per_pod=64, ports_per_pod=6)
+    >>> inst = build_instance(net, [Job("alltoall", LLAMA3["1B"], 4, tokens=16),
+    ...                             Job("rar", LLAMA3["3B"], 4, tokens=16)])
+    >>> res = hill_climb(inst)
+    >>> res.iterations, bool(res.schedule.round_s <= res.start.round_s)
+    (1, True)
     """
     n = instance.n_jobs
     grouping = (

@@ -153,7 +153,7 @@ class _Model:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class IlpResult:
     """Optimum of the §II.D ILP.
 
@@ -226,6 +226,16 @@ def solve_ilp(
         Instance too large, or a fixed schedule that does not match the instance.
     SolverError
         HiGHS found no feasible solution within the time limit, or the model is infeasible.
+
+    Examples
+    --------
+    >>> from lumoscore.tdm.models import LLAMA3, Job, Network
+    >>> from lumoscore.tdm.schedule import build_instance
+    >>> net = Network(n_pods=2, pods_per_group=2, gpus_per_pod=8, ports_per_pod=4)
+    >>> inst = build_instance(net, [Job("ps", LLAMA3["1B"], 2, tokens=16)])
+    >>> res = solve_ilp(inst)
+    >>> res.status, res.links[0, 0].tolist()
+    ('optimal', [[0, 0], [4, 0]])
     """
     net = instance.network
     n, p, n_g = instance.n_jobs, net.pods_per_group, net.n_groups

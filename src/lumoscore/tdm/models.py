@@ -290,7 +290,7 @@ class Job:
         return self.gpu_output_bytes * int(self.gpus_per_unit)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Placement:
     """Where a job's parallel units run (§IV.B).
 

@@ -104,7 +104,7 @@ class Summary:
     ilp: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RunResult:
     """Everything one run produced."""
 
@@ -154,6 +154,13 @@ def run(
         Override the workload (used by sweeps).
     ilp : bool or None
         Overrides ``config.solver.ilp``.
+
+    Examples
+    --------
+    >>> from lumoscore.tdm.config import preset
+    >>> s = run(preset("paper"), n_jobs=10, context_tokens=1024).summary
+    >>> s.n_jobs, bool(s.round_tdm_s <= s.round_non_tdm_s), len(s.stages)
+    (10, True, 4)
     """
     rng = np.random.default_rng(config.seed if seed is None else seed)
     jobs = build_jobs(config, rng, n_jobs=n_jobs, context_tokens=context_tokens)

@@ -69,7 +69,7 @@ def stage_kt(s: int) -> tuple[int, int]:
     return s % 2, s // 2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Instance:
     """A deployed scheduling instance with its traffic precomputed as arrays.
 
@@ -169,7 +169,7 @@ def build_instance(
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class GroupStages:
     """The four stages of one pod group (OXC) under a grouping of its jobs.
 
@@ -275,7 +275,7 @@ class StageCache:
         return hit
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Schedule:
     """A complete round: grouping, stage times, topologies and reconfigurations.
 

@@ -54,6 +54,14 @@ def random_jobs(
     Returns
     -------
     list of Job
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> jobs = random_jobs(2, np.random.default_rng(1), models=("1B",), kinds=("rar",),
+    ...                    degree_min=4, degree_max=4, tokens=1024)
+    >>> [(j.kind.value, j.degree, j.tokens) for j in jobs]
+    [('rar', 4, 1024), ('rar', 4, 1024)]
     """
     cat = dict(LLAMA3 if catalog is None else catalog)
     if n_jobs < 0:
