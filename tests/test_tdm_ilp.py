@@ -42,7 +42,7 @@ def _instance(seed: int):
     return build_instance(net, jobs)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=15, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_heuristic_within_reported_gap_of_ilp_optimum(seed: int) -> None:
     inst = _instance(seed)
