@@ -146,7 +146,7 @@ def _group(
         s, st = _solve(m, limit_s / 2, seed, workers)
         if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None, "no solution (time limit)"
-        best = int(round(s.objective_value))
+        best = round(s.objective_value)
         if st != cp_model.OPTIMAL:
             status_name = "timeout"
         for _, _, _, v in vars_:
