@@ -83,6 +83,16 @@ def _print_summary(summary: dict[str, object]) -> None:
     )
 
 
+def _write_and_report(trace: Trace, out: Path, json_output: bool) -> None:
+    """Write ``trace`` to ``out`` atomically and print its summary (JSON or text)."""
+    write_trace(trace, out)
+    summary = _summary(trace, out)
+    if json_output:
+        emit_json(summary)
+    else:
+        _print_summary(summary)
+
+
 @trace_app.command("generate")
 def generate(
     preset: Annotated[
@@ -122,12 +132,7 @@ def generate(
         load=load,
         load_basis=_choice("--load-basis", load_basis, LOAD_BASES),
     )
-    write_trace(trace, out)
-    summary = _summary(trace, out)
-    if json_output:
-        emit_json(summary)
-    else:
-        _print_summary(summary)
+    _write_and_report(trace, out, json_output)
 
 
 @trace_app.command("import")
@@ -186,12 +191,7 @@ def import_(
         )
     if load is not None:
         trace = with_level(trace, load, gpus)
-    write_trace(trace, out)
-    summary = _summary(trace, out)
-    if json_output:
-        emit_json(summary)
-    else:
-        _print_summary(summary)
+    _write_and_report(trace, out, json_output)
 
 
 @trace_app.command("export")
