@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from lumoscore.errors import InfeasibleError
-from lumoscore.toe.mdmcf import merge_decompose
+from lumoscore.toe.mdmcf import merge_decompose, refine_pairs
 
 
 def _random_within_caps(rng: np.random.Generator, capf: np.ndarray, capb: np.ndarray, fill: float):
@@ -99,16 +99,20 @@ def test_two_channels_match_cp_sat_optimum(seed: int, P: int, max_cap: int) -> N
     n_chan=st.integers(1, 9),
     max_cap=st.integers(1, 2),
     H=st.integers(1, 3),
+    split=st.sampled_from(["halves", "peel"]),
 )
-def test_many_channels_always_feasible(seed: int, P: int, n_chan: int, max_cap: int, H: int):
+def test_many_channels_always_feasible(seed, P, n_chan, max_cap, H, split) -> None:
     """Appendix D.3: with the same ports per pod in every channel (as Cross Wiring wires them)
     every split of the recursion is feasible -- for every group at once."""
     parts = [_instance(seed + h, P, n_chan, max_cap, uniform=True) for h in range(H)]
     A = np.concatenate([p[0] for p in parts])
     u = np.concatenate([p[1] for p in parts])
     cap = np.concatenate([p[2] for p in parts])
-    x = merge_decompose(A, u, cap)
+    x = merge_decompose(A, u, cap, split=split)
     _check_feasible(A, x, cap)
+    y = refine_pairs(x, u, cap, rounds=4, rng=seed)
+    _check_feasible(A, y, cap)
+    assert np.abs(y - u).sum() <= np.abs(x - u).sum()
 
 
 def test_unchanged_forward_topology_keeps_every_circuit() -> None:

@@ -23,7 +23,9 @@ More channels (Algorithm 1, Appendix D.3)
 Split the channels into two halves, merge each half into one big channel (summed port counts
 and summed current circuits), solve the two-channel problem, and recurse on each half with its
 share of ``A``. The fractional point ``x = A |K1| / |K|`` is feasible at every split (D.3), so by
-integrality an integral split always exists. Every sub-problem of one recursion depth -- of all
+integrality an integral split always exists -- provided every pod has the same number of
+ports in every channel, as Cross Wiring wires them (with uneven channels a split can be
+infeasible, reported as :class:`~lumoscore.errors.InfeasibleError`). Every sub-problem of one recursion depth -- of all
 OCS groups at once -- is one batched OR-Tools solve over disjoint node ranges, so a whole
 cluster costs ``ceil(log2 n_channels)`` C++ calls. Optimal for two channels (4 OCSes per group);
 a heuristic beyond (the splits are optimal only for the merged problem).
@@ -146,7 +148,9 @@ def two_channel_split(
     return flow.sum(axis=0).astype(np.int64)
 
 
-def merge_decompose(A: Any, u: Any, cap: Any, *, n_channels: Any = None) -> IntArray:
+def merge_decompose(
+    A: Any, u: Any, cap: Any, *, n_channels: Any = None, split: str = "halves"
+) -> IntArray:
     """Split every group's forward sub-topology ``A`` over its channels with minimal rewiring.
 
     Parameters
@@ -161,6 +165,9 @@ def merge_decompose(A: Any, u: Any, cap: Any, *, n_channels: Any = None) -> IntA
         every pod in every channel (the papers' ``G_{i,k}``).
     n_channels : array_like, optional
         Real channels of each group (the rest is padding); default all.
+    split : {"halves", "peel"}
+        Bipartition of Algorithm 1 line 6: two halves (depth ``ceil(log2 n)``, the default) or
+        one channel against the rest (depth ``n - 1``).
 
     Returns
     -------
@@ -225,7 +232,7 @@ def merge_decompose(A: Any, u: Any, cap: Any, *, n_channels: Any = None) -> IntA
         e_sub = remap[e_sub]
         sub_h, sub_lo, sub_hi = sub_h[live], sub_lo[live], sub_hi[live]
         m = len(live)
-        mid = sub_lo + (sub_hi - sub_lo) // 2
+        mid = sub_lo + (sub_hi - sub_lo) // 2 if split == "halves" else sub_lo + 1
 
         def caps(side: int, lo: IntArray, hi: IntArray, sh: IntArray = sub_h) -> IntArray:
             return (
@@ -265,13 +272,15 @@ def merge_decompose(A: Any, u: Any, cap: Any, *, n_channels: Any = None) -> IntA
     return x
 
 
-def refine_pairs(x: Any, u: Any, cap: Any, *, rounds: int = 8, rng: Any = None) -> IntArray:
+def refine_pairs(
+    x: Any, u: Any, cap: Any, *, rounds: int = 8, patience: int = 2, rng: Any = None
+) -> IntArray:
     """Improve a split by exact two-channel re-splits of disjoint channel pairs (local search).
 
     Each round pairs the channels of every group (randomly), and for every pair re-solves the
     two-channel problem of Appendix D.2 on the links the pair carries -- exactly, so no round
     makes the rewiring worse. All pairs of all groups are one batched flow per round. Stops
-    after ``rounds`` rounds or when a round improves nothing.
+    after ``rounds`` rounds or after ``patience`` rounds in a row that improve nothing.
 
     Examples
     --------
@@ -289,6 +298,7 @@ def refine_pairs(x: Any, u: Any, cap: Any, *, rounds: int = 8, rng: Any = None) 
         return x
     g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     best = int(np.abs(x - u).sum())
+    stale = 0
     for _ in range(rounds):
         perm = g.permutation(n_chan)
         half = n_chan // 2
@@ -321,7 +331,8 @@ def refine_pairs(x: Any, u: Any, cap: Any, *, rounds: int = 8, rng: Any = None) 
         if cost > best:  # cannot happen: every pair's re-split is optimal
             raise SolverError("refine_pairs: a re-split increased the rewiring")
         x = new
-        if cost == best:
+        stale = stale + 1 if cost == best else 0
+        if stale >= patience:
             break
         best = cost
     return x

@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from lumoscore.decompose import integer_decomposition, symmetric_decomposition
 from lumoscore.errors import ConfigError, InfeasibleError
 from lumoscore.toe.errors import WiringMismatchError
-from lumoscore.toe.mdmcf import merge_decompose
+from lumoscore.toe.mdmcf import merge_decompose, refine_pairs
 from lumoscore.toe.model import (
     PortModel,
     assemble_circuits,
@@ -46,7 +46,7 @@ from lumoscore.toe.model import (
     validate_demand,
 )
 
-__all__ = ["SOLVERS", "ToeResult", "configure", "forward_split"]
+__all__ = ["REFINE_ROUNDS", "SOLVERS", "ToeResult", "configure", "forward_split"]
 
 IntArray = NDArray[np.int64]
 
@@ -54,6 +54,10 @@ SOLVERS: tuple[str, ...] = ("mdmcf", "mcf", "ilp", "bvn", "helios")
 """Solver names accepted by :func:`configure`."""
 
 _BLOCK_ROWS = 2048  # largest block-diagonal matrix decomposed in one call
+
+REFINE_ROUNDS = 8
+"""Rounds of exact two-channel re-splits (:func:`~lumoscore.toe.mdmcf.refine_pairs`) after
+the merge-decomposition recursion of ``mdmcf`` (only when a current configuration is given)."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +156,10 @@ def _mdmcf_counts(C: IntArray, model: PortModel, current: Any, groups: IntArray)
     prefer = u.sum(axis=1) if current is not None and len(current) else None
     A = forward_split(C, prefer)
     n_ch = (model.chan_ocs[:, :, 0] >= 0).sum(axis=1)
-    return merge_decompose(A, u, model.cap, n_channels=n_ch)
+    x = merge_decompose(A, u, model.cap, n_channels=n_ch)
+    if prefer is None or (n_ch != n_ch[0]).any():
+        return x
+    return refine_pairs(x, u, model.cap, rounds=REFINE_ROUNDS, rng=0)
 
 
 def _mcf_counts(C: IntArray, model: PortModel, groups: IntArray) -> IntArray:
