@@ -25,10 +25,12 @@ and summed current circuits), solve the two-channel problem, and recurse on each
 share of ``A``. The fractional point ``x = A |K1| / |K|`` is feasible at every split (D.3), so by
 integrality an integral split always exists -- provided every pod has the same number of
 ports in every channel, as Cross Wiring wires them (with uneven channels a split can be
-infeasible, reported as :class:`~lumoscore.errors.InfeasibleError`). Every sub-problem of one recursion depth -- of all
-OCS groups at once -- is one batched OR-Tools solve over disjoint node ranges, so a whole
-cluster costs ``ceil(log2 n_channels)`` C++ calls. Optimal for two channels (4 OCSes per group);
-a heuristic beyond (the splits are optimal only for the merged problem).
+infeasible, reported as :class:`~lumoscore.errors.InfeasibleError`). Every sub-problem of one
+recursion depth -- of all OCS groups at once -- is one batched OR-Tools solve over disjoint
+node ranges, so a whole cluster costs ``ceil(log2 n_channels)`` C++ calls. Optimal for two
+channels (4 OCSes per group); a heuristic beyond (the splits are optimal only for the merged
+problem). :func:`refine_pairs` then re-splits random disjoint channel pairs exactly (a local
+search that never increases the rewiring).
 
 Examples
 --------
