@@ -3,7 +3,9 @@
 :func:`configure` validates the logical topology and the current configuration, runs one of
 
 * ``mdmcf`` -- ``C = A + A.T`` with ``A`` closest to the current forward sub-topology, minimal
-  rewiring by merge-decomposition MCF, mirrored backward half (Cross Wiring §5, App. D);
+  rewiring by merge-decomposition MCF, mirrored backward half (Cross Wiring §5, App. D). With
+  a current configuration both bipartitions of :func:`~lumoscore.toe.mdmcf.merge_decompose`
+  (halves, peel) are run and the lesser rewiring is kept per group;
 * ``mcf`` -- the same decomposition without rewiring awareness: ``A`` split evenly by the
   integer decomposition (the MinRewiring-style baseline of Cross Wiring §6.2);
 * ``ilp`` -- exact OR-Tools CP-SAT (:mod:`lumoscore.toe.ilp`);
@@ -55,9 +57,10 @@ SOLVERS: tuple[str, ...] = ("mdmcf", "mcf", "ilp", "bvn", "helios")
 
 _BLOCK_ROWS = 2048  # largest block-diagonal matrix decomposed in one call
 
-REFINE_ROUNDS = 8
+REFINE_ROUNDS = 0
 """Rounds of exact two-channel re-splits (:func:`~lumoscore.toe.mdmcf.refine_pairs`) after
-the merge-decomposition recursion of ``mdmcf`` (only when a current configuration is given)."""
+the merge-decomposition recursion of ``mdmcf`` (only when a current configuration is given).
+Off: on the §6.3 workload the recursion's result is already pairwise optimal in practice."""
 
 
 @dataclass(frozen=True)
@@ -156,10 +159,16 @@ def _mdmcf_counts(C: IntArray, model: PortModel, current: Any, groups: IntArray)
     prefer = u.sum(axis=1) if current is not None and len(current) else None
     A = forward_split(C, prefer)
     n_ch = (model.chan_ocs[:, :, 0] >= 0).sum(axis=1)
-    x = merge_decompose(A, u, model.cap, n_channels=n_ch)
-    if prefer is None or (n_ch != n_ch[0]).any():
+    x = merge_decompose(A, u, model.cap, n_channels=n_ch, split="halves")
+    if prefer is None:
         return x
-    return refine_pairs(x, u, model.cap, rounds=REFINE_ROUNDS, rng=0)
+    # Algorithm 1 allows any bipartition: try both and keep, per group, the lesser rewiring
+    y = merge_decompose(A, u, model.cap, n_channels=n_ch, split="peel")
+    better = np.abs(y - u).sum(axis=(1, 2, 3)) < np.abs(x - u).sum(axis=(1, 2, 3))
+    x = np.where(better[:, None, None, None], y, x)
+    if REFINE_ROUNDS and (n_ch == n_ch[0]).all():
+        x = refine_pairs(x, u, model.cap, rounds=REFINE_ROUNDS, rng=0)
+    return x
 
 
 def _mcf_counts(C: IntArray, model: PortModel, groups: IntArray) -> IntArray:
