@@ -1,0 +1,91 @@
+"""``lumos toe``: JSON output, configuration files, reconfiguration, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lumoscore.cli import main
+from lumoscore.toe import random_demands
+from lumoscore.topology import build_wiring, load_cluster, verify_circuits
+
+CLUSTER = """[cluster]
+pods = 4
+k_leaf = 8
+k_spine = 8
+tau = 2
+gpus_per_server = 8
+ocs_ports = 16
+"""
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out, err = capsys.readouterr()
+    return int(exc.value.code), out, err
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    cluster = tmp_path / "cluster.toml"
+    cluster.write_text(CLUSTER)
+    C = random_demands(4, 4, 8, np.random.default_rng(0))  # H = 8 / 2 = 4 groups
+    np.save(tmp_path / "demand.npy", C)
+    np.savetxt(tmp_path / "one.csv", C[0], fmt="%d", delimiter=",")
+    return {"cluster": cluster, "npy": tmp_path / "demand.npy", "csv": tmp_path / "one.csv"}
+
+
+def test_whole_cluster_then_reconfigure(files, tmp_path, capsys) -> None:
+    cfg = tmp_path / "cfg.json"
+    code, out, _ = run(
+        ["toe", str(files["cluster"]), str(files["npy"]), "--out", str(cfg), "--json"], capsys
+    )
+    assert code == 0
+    summary = json.loads(out)
+    assert summary["ltcr"] == 1.0 and summary["groups"] == [0, 1, 2, 3]
+    doc = json.loads(cfg.read_text())
+    assert doc["format"] == "lumoscore-ocs-config" and doc["columns"][0] == "group"
+    w = build_wiring(load_cluster(files["cluster"]), "cross")
+    assert verify_circuits(w, doc["circuits"], np.load(files["npy"])) == []
+    code, out, _ = run(
+        ["toe", str(files["cluster"]), str(files["npy"]), "--current", str(cfg), "--json"], capsys
+    )
+    again = json.loads(out)
+    assert code == 0 and again["mrar"] == 1.0 and again["rewired_circuits"] == 0
+
+
+def test_one_group_csv_with_other_solvers(files, capsys) -> None:
+    for solver in ("mcf", "ilp"):
+        args = ["toe", str(files["cluster"]), str(files["csv"]), "--group", "2"]
+        code, out, _ = run([*args, "--solver", solver, "--json"], capsys)
+        assert code == 0
+        assert json.loads(out)["groups"] == [2]
+    code, out, _ = run(
+        ["toe", str(files["cluster"]), str(files["csv"]), "--wiring", "uniform", "--solver",
+         "helios"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0 and "LTCR" in out
+
+
+def test_errors_are_one_line(files, tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("0,1,0,0\n0,0,0,0\n0,0,0,0\n0,0,0,0\n")
+    code, _, err = run(["toe", str(files["cluster"]), str(bad)], capsys)
+    assert code == 2 and "pods 0 and 1" in err and err.count("\n") == 1
+    cur = tmp_path / "cur.json"
+    cur.write_text(json.dumps({"circuits": [[0, 3, 0, 0, 1, 1]]}))
+    code, _, err = run(
+        ["toe", str(files["cluster"]), str(files["csv"]), "--current", str(cur)], capsys
+    )
+    assert code == 2 and "pod 0 port 0 is wired to OCS 0, not OCS 3" in err
+    code, _, err = run(
+        ["toe", str(files["cluster"]), str(files["csv"]), "--wiring", "uniform"], capsys
+    )
+    assert code == 2 and "allowed solvers for this wiring" in err
+    code, _, err = run(["toe", str(files["cluster"]), str(files["csv"]), "--solver", "x"], capsys)
+    assert code == 2 and "allowed: mdmcf, mcf, ilp, bvn, helios" in err
