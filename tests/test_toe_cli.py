@@ -56,6 +56,13 @@ def test_whole_cluster_then_reconfigure(files, tmp_path, capsys) -> None:
     )
     again = json.loads(out)
     assert code == 0 and again["mrar"] == 1.0 and again["rewired_circuits"] == 0
+    C2 = random_demands(4, 4, 8, np.random.default_rng(5))
+    np.save(tmp_path / "next.npy", C2)
+    args = ["toe", str(files["cluster"]), str(tmp_path / "next.npy"), "--current", str(cfg)]
+    code, out, _ = run([*args, "--iota", "0.5", "--json"], capsys)
+    staged = json.loads(out)
+    assert code == 0 and sorted(h for s in staged["stages"] for h in s) == [0, 1, 2, 3]
+    assert staged["stage_max_loss_share"] <= 0.5
 
 
 def test_one_group_csv_with_other_solvers(files, capsys) -> None:

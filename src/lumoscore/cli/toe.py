@@ -12,7 +12,7 @@ from rich.table import Table
 
 from lumoscore.cli._common import JsonOption, emit_json
 from lumoscore.errors import ConfigError
-from lumoscore.toe import SOLVERS, configure, evaluate
+from lumoscore.toe import SOLVERS, circuit_loss, configure, evaluate, staged_plan
 from lumoscore.toe.io import load_demand, read_config, write_config
 from lumoscore.topology import build_wiring, load_cluster
 from lumoscore.topology.wiring import WIRING_KINDS, wiring_kind
@@ -50,6 +50,16 @@ def toe(
     ] = 60.0,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the new configuration (JSON).")
+    ] = None,
+    iota: Annotated[
+        float | None,
+        typer.Option(
+            "--iota",
+            min=0.0,
+            max=1.0,
+            help="With --current: plan the staged reconfiguration (LumosCore App. A.8) so "
+            "that no pod loses more than this share of its paths per stage.",
+        ),
     ] = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -90,6 +100,13 @@ def toe(
         "removed_circuits": m.removed_circuits,
         "notes": list(res.notes),
     }
+    if iota is not None:
+        if cur is None:
+            raise ConfigError("--iota needs --current (the configuration being replaced)")
+        loss, total = circuit_loss(cur, res.circuits, w.groups, w.pods)
+        plan = staged_plan(loss, total, iota)
+        summary["stages"] = [list(s) for s in plan.stages]
+        summary["stage_max_loss_share"] = plan.max_loss_share
     if out is not None:
         meta = {k: summary[k] for k in ("wiring", "circulators", "solver", "status", "groups")}
         meta["solve_time_s"] = res.solve_time_s
@@ -114,6 +131,10 @@ def toe(
             ("MRAR", f"{m.mrar:.4f}"),
             ("rewired circuits", f"{m.rewired_circuits:,} ({100 * m.rewired_share:.1f} %)"),
         ]
+    if "stages" in summary:
+        rows.append(
+            ("stages (groups)", " | ".join(",".join(map(str, s)) for s in summary["stages"]))
+        )
     if out is not None:
         rows.append(("written", str(out)))
     for k, v in rows:

@@ -8,7 +8,9 @@ new port-level configuration (circuits), with
   ``mcf`` (integer decomposition, not rewiring-aware), ``ilp`` (CP-SAT), ``bvn`` and
   ``helios`` (Uniform-Wiring heuristics);
 * :func:`evaluate` -- LTCR, MRAR and rewired circuits; :func:`verify_configuration` -- an
-  independent check of constraints (1)-(4).
+  independent check of constraints (1)-(4);
+* :func:`staged_plan` -- the staged reconfiguration of LumosCore Appendix A.8;
+* :func:`read_config` / :func:`write_config` / :func:`load_demand` -- files.
 
 Examples
 --------
@@ -24,10 +26,12 @@ Examples
 
 from lumoscore.toe.errors import CurrentConfigError, DemandError, WiringMismatchError
 from lumoscore.toe.instances import random_demand, random_demands
+from lumoscore.toe.io import load_demand, read_config, write_config
 from lumoscore.toe.mdmcf import merge_decompose
 from lumoscore.toe.metrics import ToeMetrics, evaluate, ltcr, mrar, rewired_circuits
 from lumoscore.toe.model import PortModel, assemble_circuits
 from lumoscore.toe.solve import SOLVERS, ToeResult, configure
+from lumoscore.toe.staging import StagedPlan, circuit_loss, staged_plan
 from lumoscore.toe.verify import verify_configuration
 
 __all__ = [
@@ -35,17 +39,23 @@ __all__ = [
     "CurrentConfigError",
     "DemandError",
     "PortModel",
+    "StagedPlan",
     "ToeMetrics",
     "ToeResult",
     "WiringMismatchError",
     "assemble_circuits",
+    "circuit_loss",
     "configure",
     "evaluate",
+    "load_demand",
     "ltcr",
     "merge_decompose",
     "mrar",
     "random_demand",
     "random_demands",
+    "read_config",
     "rewired_circuits",
+    "staged_plan",
     "verify_configuration",
+    "write_config",
 ]
