@@ -47,9 +47,11 @@ def realized(circuits: Any, demand_shape: tuple[int, int, int], *, groups: Any =
     c = _circ(circuits)
     H, P, _ = demand_shape
     gids = np.arange(H) if groups is None else np.asarray(groups, dtype=np.int64)
-    pos = np.full(int(max(gids.max(), c[:, 0].max(initial=0))) + 1, -1, dtype=np.int64)
+    pos = np.full(int(gids.max()) + 1, -1, dtype=np.int64)
     pos[gids] = np.arange(H)
-    h = pos[c[:, 0]]
+    inr = (c[:, 0] >= 0) & (c[:, 0] < len(pos))
+    inr &= (c[:, 2] >= 0) & (c[:, 2] < P) & (c[:, 4] >= 0) & (c[:, 4] < P)
+    h = np.where(inr, pos[np.where(inr, c[:, 0], 0)], -1)
     ok = h >= 0
     X = np.bincount((h[ok] * P + c[ok, 2]) * P + c[ok, 4], minlength=H * P * P)
     return X.reshape(H, P, P).astype(np.int64)

@@ -400,7 +400,7 @@ def check_current(model: PortModel, circuits: Any, *, groups: Any = None) -> lis
     H, P, K = model.tx_ocs.shape
     gids = np.arange(H) if groups is None else np.asarray(groups, dtype=np.int64)
     out: list[str] = []
-    pos = np.full(int(max(gids.max(), c[:, 0].max(initial=0))) + 1, -1, dtype=np.int64)
+    pos = np.full(int(gids.max()) + 1, -1, dtype=np.int64)
     pos[gids] = np.arange(H)
     gcol = np.clip(c[:, 0], 0, len(pos) - 1)
     bad_g = (c[:, 0] < 0) | (c[:, 0] >= len(pos)) | (pos[gcol] < 0)
