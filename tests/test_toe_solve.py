@@ -139,3 +139,25 @@ def test_solver_and_wiring_mismatch() -> None:
         configure(np.zeros((3, 3), dtype=int), w, solver="mdmcf")
     with pytest.raises(ConfigError, match="allowed: mdmcf, mcf, ilp, bvn, helios"):
         configure(np.zeros((3, 3), dtype=int), w, solver="gurobi")
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), how=st.sampled_from(["drop", "ocs", "port", "pod"]))
+def test_verifier_agrees_with_topology_verifier_on_corruptions(seed: int, how: str) -> None:
+    rng = np.random.default_rng(seed)
+    P, K = 5, 4
+    w = build_wiring(_spec(P, K, 2), "cross")
+    C = _demands(rng, 2, P, K, 1.0)
+    x = configure(C, w).circuits.copy()
+    r = int(rng.integers(len(x)))
+    if how == "drop":
+        x = np.delete(x, r, axis=0)
+    elif how == "ocs":
+        x[r, 1] = (x[r, 1] + 1) % K
+    elif how == "port":
+        x[r, 3] = (x[r, 3] + 2) % K  # same OCS parity, another port: Tx reused or rewired
+    else:
+        x[r, 4] = (x[r, 4] + 1) % P
+    mine = verify_configuration(w, x, C)
+    theirs = verify_circuits(w, x, C)
+    assert mine and theirs

@@ -21,7 +21,7 @@ __all__ = ["register", "toe"]
 
 
 def toe(
-    cluster: Annotated[Path, typer.Argument(help="Cluster TOML file with a [cluster] table.")],
+    cluster: Annotated[Path, typer.Argument(help="Cluster TOML file with a \\[cluster] table.")],
     demand: Annotated[
         Path,
         typer.Argument(
