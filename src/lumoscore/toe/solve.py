@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from lumoscore.decompose import integer_decomposition, symmetric_decomposition
 from lumoscore.errors import ConfigError, InfeasibleError
-from lumoscore.toe.errors import WiringMismatchError
+from lumoscore.toe.errors import CurrentConfigError, WiringMismatchError
 from lumoscore.toe.mdmcf import merge_decompose, refine_pairs
 from lumoscore.toe.model import (
     PortModel,
@@ -267,8 +267,6 @@ def configure(
     if cur is not None:
         problems = check_current(model, cur, groups=gids)
         if problems:
-            from lumoscore.toe.errors import CurrentConfigError
-
             raise CurrentConfigError(
                 "current configuration does not fit the wiring: " + "; ".join(problems[:3])
             )
