@@ -4,8 +4,10 @@
 
 * ``mdmcf`` -- ``C = A + A.T`` with ``A`` closest to the current forward sub-topology, minimal
   rewiring by merge-decomposition MCF, mirrored backward half (Cross Wiring §5, App. D). With
-  a current configuration both bipartitions of :func:`~lumoscore.toe.mdmcf.merge_decompose`
-  (halves, peel) are run and the lesser rewiring is kept per group;
+  a current configuration several bipartitions of
+  :func:`~lumoscore.toe.mdmcf.merge_decompose` are run (halves; peel in the natural channel
+  order, and on small instances in three more orders) and the least rewiring is kept per
+  group;
 * ``mcf`` -- the same decomposition without rewiring awareness: ``A`` split evenly by the
   integer decomposition (the MinRewiring-style baseline of Cross Wiring §6.2);
 * ``ilp`` -- exact OR-Tools CP-SAT (:mod:`lumoscore.toe.ilp`);
@@ -48,7 +50,7 @@ from lumoscore.toe.model import (
     validate_demand,
 )
 
-__all__ = ["REFINE_ROUNDS", "SOLVERS", "ToeResult", "configure", "forward_split"]
+__all__ = ["REFINE_ROUNDS", "SMALL_UNITS", "SOLVERS", "ToeResult", "configure", "forward_split"]
 
 IntArray = NDArray[np.int64]
 
@@ -56,6 +58,10 @@ SOLVERS: tuple[str, ...] = ("mdmcf", "mcf", "ilp", "bvn", "helios")
 """Solver names accepted by :func:`configure`."""
 
 _BLOCK_ROWS = 2048  # largest block-diagonal matrix decomposed in one call
+
+SMALL_UNITS = 4096
+"""Forward links per call up to which ``mdmcf`` also tries three more channel orders for the
+peel bipartition (by decreasing current overlap, two random); larger calls use two runs."""
 
 REFINE_ROUNDS = 0
 """Rounds of exact two-channel re-splits (:func:`~lumoscore.toe.mdmcf.refine_pairs`) after
@@ -162,10 +168,23 @@ def _mdmcf_counts(C: IntArray, model: PortModel, current: Any, groups: IntArray)
     x = merge_decompose(A, u, model.cap, n_channels=n_ch, split="halves")
     if prefer is None:
         return x
-    # Algorithm 1 allows any bipartition: try both and keep, per group, the lesser rewiring
-    y = merge_decompose(A, u, model.cap, n_channels=n_ch, split="peel")
-    better = np.abs(y - u).sum(axis=(1, 2, 3)) < np.abs(x - u).sum(axis=(1, 2, 3))
-    x = np.where(better[:, None, None, None], y, x)
+    # Algorithm 1 allows any bipartition: try several, keep per group the least rewiring
+    orders = [np.broadcast_to(np.arange(model.channels), (model.groups, model.channels))]
+    if (n_ch == model.channels).all() and A.sum() <= SMALL_UNITS:
+        overlap = np.minimum(u, A[:, None]).sum(axis=(2, 3))
+        orders.append(np.argsort(-overlap, axis=1, kind="stable"))
+        rng = np.random.default_rng(0)
+        orders += [np.argsort(rng.random((model.groups, model.channels)), axis=1) for _ in range(2)]
+    best = np.abs(x - u).sum(axis=(1, 2, 3))
+    for order in orders:
+        uo = np.take_along_axis(u, order[:, :, None, None], axis=1)
+        co = np.take_along_axis(model.cap, order[:, :, None, None], axis=1)
+        yo = merge_decompose(A, uo, co, n_channels=n_ch, split="peel")
+        y = np.empty_like(yo)
+        np.put_along_axis(y, order[:, :, None, None], yo, axis=1)
+        cost = np.abs(y - u).sum(axis=(1, 2, 3))
+        x = np.where((cost < best)[:, None, None, None], y, x)
+        best = np.minimum(cost, best)
     if REFINE_ROUNDS and (n_ch == n_ch[0]).all():
         x = refine_pairs(x, u, model.cap, rounds=REFINE_ROUNDS, rng=0)
     return x
