@@ -137,6 +137,9 @@ def test_solver_and_wiring_mismatch() -> None:
     w = build_wiring(_spec(3, 2), "uniform")
     with pytest.raises(WiringMismatchError, match="allowed solvers for this wiring: ilp, bvn"):
         configure(np.zeros((3, 3), dtype=int), w, solver="mdmcf")
+    circ = build_wiring(_spec(3, 2), "uniform", circulators=True)
+    with pytest.raises(WiringMismatchError, match="pod 0 has 1 forward and 0 backward ports"):
+        configure(np.zeros((3, 3), dtype=int), circ, solver="mcf")
     with pytest.raises(ConfigError, match="allowed: mdmcf, mcf, ilp, bvn, helios"):
         configure(np.zeros((3, 3), dtype=int), w, solver="gurobi")
 

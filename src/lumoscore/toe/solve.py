@@ -150,6 +150,16 @@ def _model_for(wiring: Any, *, mirror: bool, groups: IntArray) -> PortModel:
 
 def _require_paired(model: PortModel, solver: str, groups: IntArray) -> None:
     if model.paired:
+        uneven = model.cap[:, :, 0] != model.cap[:, :, 1]
+        if uneven.any():
+            h, c, i = (int(v) for v in np.argwhere(uneven)[0])
+            raise WiringMismatchError(
+                f"solver {solver!r} needs every pod to have as many forward as backward ports "
+                f"in each channel (mirror symmetry); in group {groups[h]} pod {i} has "
+                f"{model.cap[h, c, 0, i]} forward and {model.cap[h, c, 1, i]} backward ports on "
+                f"OCS {model.chan_ocs[h, c, 0]} (e.g. uniform wiring with circulators); "
+                f"allowed solver for this wiring: ilp"
+            )
         return
     h, c = (int(v) for v in np.argwhere(model.chan_self)[0])
     o = int(model.chan_ocs[h, c, 0])
