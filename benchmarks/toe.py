@@ -175,8 +175,8 @@ def plot(results: dict, path: Path) -> None:
     axes[2].set_xscale("log", base=2)
     axes[2].set_title("Fig. 7: MRAR (mean)")
     axes[2].set_xlabel("GPUs")
-    for ax in axes:
-        ax.legend(fontsize=7)
+    for ax, loc in zip(axes, ("lower left", "upper left", "lower left"), strict=True):
+        ax.legend(fontsize=7, loc=loc)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
