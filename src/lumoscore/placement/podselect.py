@@ -1,0 +1,173 @@
+"""Pod selection for a job that needs several pods (LumosCore Appendix A.4, Eqs. 37-41).
+
+A job needs ``need`` units (a unit = one EP group's worth of TP slots, so that an EP group
+never crosses a pod). Pod ``i`` can give ``cap[i]`` units (its idle slots, rounded down to
+whole units -- Eqs. (38)-(40)); selecting it costs ``r[i]`` (its idle capacity, Eq. (41): "select
+the pods with the fewest idle GPUs"). Locality first makes the number of pods the primary
+objective:
+
+    minimise  (#pods selected, sum_i r_i x_i)   lexicographically
+    s.t.      sum_i y_i = need,  x_i <= y_i <= cap_i x_i,  x binary, y integer.
+
+* :func:`select_pods_exact` -- the model above with OR-Tools CP-SAT (one worker, fixed seed:
+  deterministic).
+* :func:`select_pods_greedy` -- ``O(P log P)``. **Guarantee**: it uses the minimum number of
+  pods ``k*`` (the ``k*`` largest capacities are the only test needed, so this part is exact),
+  and when ``r = cap`` (the default objective) its cost is below ``OPT + max(cap)``, i.e. less
+  than twice the optimum (``OPT >= need > max(cap)`` when more than one pod is needed). Proof:
+  it starts from the ``k* - 1`` largest pods (together ``< need`` units, by minimality of
+  ``k*``) plus the cheapest pod that covers the rest (``<= max(cap)``), then only applies
+  improving swaps.
+
+Both return a :class:`PodSelection` whose ``units`` fill the selected pods in ascending order of
+capacity (small pods are filled completely, the largest keeps the rest), ties by pod index.
+
+Examples
+--------
+>>> import numpy as np
+>>> cap = np.array([4, 2, 3, 1])
+>>> g = select_pods_greedy(cap, need=5)
+>>> g.pods, g.units, g.cost
+((0, 3), (4, 1), 5)
+>>> e = select_pods_exact(cap, need=5)
+>>> len(e.pods), e.cost
+(2, 5)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from ortools.sat.python import cp_model
+
+from lumoscore.errors import ConfigError, InfeasibleError, SolverError
+
+__all__ = ["PodSelection", "distribute_units", "select_pods_exact", "select_pods_greedy"]
+
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class PodSelection:
+    """Selected pods (ascending), units taken from each, the objective value and the method."""
+
+    pods: tuple[int, ...]
+    units: tuple[int, ...]
+    cost: int
+    method: str
+
+
+def _inputs(cap: ArrayLike, need: int, r: ArrayLike | None) -> tuple[IntArray, IntArray]:
+    c = np.asarray(cap, dtype=np.int64).reshape(-1)
+    if (c < 0).any():
+        raise ConfigError("cap: capacities must be >= 0")
+    if need < 1:
+        raise ConfigError(f"need must be >= 1, got {need}")
+    cost = c.copy() if r is None else np.asarray(r, dtype=np.int64).reshape(-1)
+    if cost.shape != c.shape:
+        raise ConfigError(f"r: need one cost per pod ({c.size}), got {cost.size}")
+    if int(c.sum()) < need:
+        raise InfeasibleError(f"pods can give {int(c.sum())} units, the job needs {need}")
+    return c, cost
+
+
+def distribute_units(cap: ArrayLike, pods: ArrayLike, need: int) -> tuple[int, ...]:
+    """Units per selected pod: fill pods in ascending capacity (ties by index), the last gets
+    the rest.
+
+    Examples
+    --------
+    >>> distribute_units([5, 2, 3], [0, 1, 2], 7)
+    (2, 2, 3)
+    """
+    c = np.asarray(cap, dtype=np.int64).reshape(-1)
+    p = np.asarray(pods, dtype=np.int64).reshape(-1)
+    order = p[np.lexsort((p, c[p]))]
+    before = np.concatenate(([0], np.cumsum(c[order])[:-1]))
+    take = np.minimum(c[order], np.maximum(0, need - before))
+    units = dict(zip(order.tolist(), take.tolist(), strict=True))
+    return tuple(int(units[int(i)]) for i in np.sort(p))
+
+
+def select_pods_greedy(cap: ArrayLike, need: int, r: ArrayLike | None = None) -> PodSelection:
+    """Fewest pods, then (approximately) the least idle capacity; see the module docstring.
+
+    Examples
+    --------
+    >>> select_pods_greedy([3, 3, 8], need=6).pods        # one pod of 8 beats two of 3
+    (2,)
+    """
+    c, cost = _inputs(cap, need, r)
+    idx = np.arange(c.size)
+    by_cap = np.lexsort((idx, cost, -c))  # largest capacity first, then cheaper, then index
+    csum = np.cumsum(c[by_cap])
+    k = int(np.searchsorted(csum, need) + 1)  # fewest pods
+    chosen = list(by_cap[: k - 1].tolist())
+    rest = need - int(c[chosen].sum()) if chosen else need
+    mask = np.ones(c.size, bool)
+    mask[chosen] = False
+    fit = np.flatnonzero(mask & (c >= rest))
+    last = int(fit[np.lexsort((fit, c[fit], cost[fit]))[0]])
+    chosen.append(last)
+    # improving swaps: replace a selected pod by a cheaper unselected one keeping coverage
+    sel = np.zeros(c.size, bool)
+    sel[chosen] = True
+    improved = True
+    while improved:
+        improved = False
+        total = int(c[sel].sum())
+        for i in np.flatnonzero(sel)[np.argsort(-cost[sel], kind="stable")].tolist():
+            ok = np.flatnonzero(~sel & (c >= need - (total - c[i])) & (cost < cost[i]))
+            if ok.size:
+                j = int(ok[np.lexsort((ok, c[ok], cost[ok]))[0]])
+                sel[i], sel[j] = False, True
+                improved = True
+                break
+    pods = np.flatnonzero(sel)
+    return PodSelection(
+        pods=tuple(int(p) for p in pods),
+        units=distribute_units(c, pods, need),
+        cost=int(cost[pods].sum()),
+        method="greedy",
+    )
+
+
+def select_pods_exact(
+    cap: ArrayLike, need: int, r: ArrayLike | None = None, *, time_limit_s: float = 5.0
+) -> PodSelection:
+    """Model (37)-(41) with pod count first, solved exactly by CP-SAT.
+
+    Raises :class:`~lumoscore.errors.SolverError` when CP-SAT proves nothing in the time limit.
+
+    Examples
+    --------
+    >>> select_pods_exact([3, 3, 8], need=6).pods
+    (2,)
+    """
+    c, cost = _inputs(cap, need, r)
+    m = cp_model.CpModel()
+    n = c.size
+    x = [m.new_bool_var(f"x{i}") for i in range(n)]
+    y = [m.new_int_var(0, int(c[i]), f"y{i}") for i in range(n)]
+    for i in range(n):
+        m.add(y[i] <= int(c[i]) * x[i])
+        m.add(y[i] >= x[i])
+    m.add(sum(y) == need)
+    big = int(cost.sum()) + 1
+    m.minimize(sum((big + int(cost[i])) * x[i] for i in range(n)))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_time_in_seconds = time_limit_s
+    status = solver.solve(m)
+    if status != cp_model.OPTIMAL:
+        raise SolverError(f"pod selection: CP-SAT status {solver.status_name(status)}")
+    pods = np.array([i for i in range(n) if solver.value(x[i])], np.int64)
+    return PodSelection(
+        pods=tuple(int(p) for p in pods),
+        units=distribute_units(c, pods, need),
+        cost=int(cost[pods].sum()),
+        method="exact",
+    )

@@ -1,0 +1,313 @@
+"""Placement policies: locality first (LumosCore §4.2.1, A.4), relaxed locality, first fit.
+
+Every policy places a job on whole **TP slots** (``tp`` consecutive GPUs of one server, so TP
+never leaves a server; ``tp`` must divide ``gpus_per_server``) and returns the GPUs in rank
+order after the A.6 communication-domain arrangement
+(:func:`lumoscore.traffic.arrange_job`).
+
+``locality`` (default, LumosCore): the first tier that fits wins --
+
+1. one **server**; 2. one **leaf** (a rail group with rail-optimized wiring); 3. one **pod**;
+4. the **fewest pods** (:mod:`lumoscore.placement.podselect`, Eqs. 37-41), every pod getting
+   whole EP groups (a multiple of ``ep / tp`` slots), so an EP group never crosses a pod.
+
+Among candidates of a tier the one with the fewest idle GPUs wins (less fragmentation), ties by
+the idle GPUs of its leaf, then of its pod, then by index. Inside a pod the fewest leaves are
+used (the largest leaves, then the best-fitting one for the rest), and inside a leaf partly
+used servers are filled first.
+
+``relaxed`` (the papers' relaxed-locality baselines, e.g. vClos' OCS-Relax): tiers 1-2 as
+above, then the lowest-indexed idle slots anywhere, EP groups may cross pods.
+
+``first-fit`` (electrical baselines): the lowest-indexed idle slots.
+
+Examples
+--------
+>>> from lumoscore.topology import ClusterSpec
+>>> from lumoscore.workload import Job
+>>> from lumoscore.placement.state import ClusterState
+>>> spec = ClusterSpec(pods=4, k_leaf=16, k_spine=16, tau=2, gpus_per_server=8)
+>>> st = ClusterState.empty(spec)
+>>> job = Job(job_id=1, arrival_s=0.0, gpus=256, model="Pangu", tp=8, pp=4, dp=8, ep=16,
+...           iterations=1, duration_s=1.0)
+>>> p = get_policy("locality").place(st, job)
+>>> p.tier, p.pods, len(p.gpus)
+('pods', (0, 1), 256)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.placement.podselect import select_pods_exact, select_pods_greedy
+from lumoscore.placement.state import ClusterState, Placement, Refusal
+from lumoscore.traffic.arrangement import arrange_job
+from lumoscore.workload.job import Job
+
+__all__ = [
+    "POD_SELECTION",
+    "POLICIES",
+    "PlacementPolicy",
+    "get_policy",
+    "place",
+    "release",
+]
+
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+
+POLICIES: tuple[str, ...] = ("locality", "relaxed", "first-fit")
+"""Policy names accepted by :func:`get_policy`."""
+
+POD_SELECTION: tuple[str, ...] = ("auto", "greedy", "exact")
+"""Pod-selection methods: ``auto`` = exact CP-SAT with few candidate pods, else greedy."""
+
+
+def _slot_order(free: BoolArray, server_free: IntArray, sps: int, base: int) -> IntArray:
+    """Free slot indices of a block, partly used servers first, then by index."""
+    idx = np.flatnonzero(free)
+    return base + idx[np.lexsort((idx, server_free[idx // sps]))]
+
+
+@dataclass(frozen=True)
+class PlacementPolicy:
+    """A placement policy the simulator calls for every architecture.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`POLICIES`.
+    pod_selection : str
+        One of :data:`POD_SELECTION` (``locality`` only).
+    exact_max_pods : int
+        ``auto`` solves the pod selection exactly when at most this many pods can take part.
+    """
+
+    name: str = "locality"
+    pod_selection: str = "auto"
+    exact_max_pods: int = 8
+
+    def __post_init__(self) -> None:
+        if self.name not in POLICIES:
+            raise ConfigError(f"policy: unknown {self.name!r}; allowed: {', '.join(POLICIES)}")
+        if self.pod_selection not in POD_SELECTION:
+            raise ConfigError(
+                f"pod_selection: unknown {self.pod_selection!r}; allowed: "
+                f"{', '.join(POD_SELECTION)}"
+            )
+
+    # ---- public -------------------------------------------------------------------------
+    def propose(
+        self, state: ClusterState, job: Job, *, avoid_leaves: BoolArray | None = None
+    ) -> Placement | Refusal:
+        """Where the job would go now (the state is not changed), or why it does not fit.
+
+        ``avoid_leaves`` (bool per leaf) treats those leaves' GPUs as busy (used to re-place a
+        job away from leaves whose cross-pod ports are full).
+        """
+        spec = state.spec
+        tp = job.tp
+        if tp > spec.gpus_per_server or spec.gpus_per_server % tp:
+            raise PreconditionError(
+                f"job {job.job_id}: tp={tp} must divide gpus_per_server="
+                f"{spec.gpus_per_server} (TP stays inside a server)"
+            )
+        idle = state.idle
+        if avoid_leaves is not None:
+            idle = idle & ~np.asarray(avoid_leaves, bool)[state.leaf_of_gpu(np.arange(spec.gpus))]
+        free_gpus = int(idle.sum())
+        n = job.gpus // tp
+        slot_free = idle.reshape(-1, tp).all(axis=1)
+        if free_gpus < job.gpus:
+            return Refusal(
+                job.job_id, "gpus", "gpus", job.gpus, free_gpus,
+                f"{free_gpus} idle GPUs, job needs {job.gpus}",
+            )  # fmt: skip
+        if int(slot_free.sum()) < n:
+            return Refusal(
+                job.job_id, "gpus", "tp-slots", job.gpus, free_gpus,
+                f"{int(slot_free.sum())} idle whole TP slots of {tp} GPUs, job needs {n}",
+            )  # fmt: skip
+        if self.name == "first-fit":
+            slots = np.flatnonzero(slot_free)[:n]
+            return self._finish(state, job, slots, "any")
+        got = self._local(state, job, n, slot_free, idle)
+        if got is not None:
+            return got
+        if self.name == "relaxed":
+            return self._finish(state, job, np.flatnonzero(slot_free)[:n], "any")
+        return self._pods(state, job, n, slot_free, idle, free_gpus)
+
+    def place(self, state: ClusterState, job: Job) -> Placement | None:
+        """Place the job and allocate its GPUs; ``None`` (refusal recorded) if it does not fit.
+
+        Only GPUs are allocated; :func:`lumoscore.placement.admit` also updates ``L``.
+        """
+        got = self.propose(state, job)
+        if isinstance(got, Refusal):
+            state.refusals.append(got)
+            return None
+        state.allocate(got)
+        return got
+
+    def release(self, state: ClusterState, job_id: int) -> Placement:
+        """Free a finished job's GPUs and demand (see :meth:`ClusterState.release`)."""
+        return state.release(job_id)
+
+    # ---- tiers --------------------------------------------------------------------------
+    def _finish(self, state: ClusterState, job: Job, slots: IntArray, tier: str) -> Placement:
+        tp = job.tp
+        gpus = (np.sort(slots)[:, None] * tp + np.arange(tp)).reshape(-1)
+        ranks = arrange_job(job, gpus, state.spec)
+        pods = np.unique(gpus // state.spec.gpus_per_pod)
+        leaves = np.unique(state.leaf_of_gpu(gpus))
+        return Placement(
+            job_id=job.job_id,
+            gpus=ranks,
+            pods=tuple(int(p) for p in pods),
+            leaves=tuple(int(x) for x in leaves),
+            policy=self.name,
+            tier=tier,
+        )
+
+    def _local(
+        self, state: ClusterState, job: Job, n: int, slot_free: BoolArray, idle: BoolArray
+    ) -> Placement | None:
+        """Tiers 1-2 (server, leaf) and, for ``locality``, tier 3 (pod)."""
+        spec = state.spec
+        tp = job.tp
+        sps = spec.gpus_per_server // tp
+        server_free = slot_free.reshape(-1, sps).sum(axis=1)
+        levels = [("server", spec.gpus_per_server), ("leaf", state.leaf_block)]
+        if self.name == "locality":
+            levels.append(("pod", spec.gpus_per_pod))
+        for tier, block in levels:
+            per = block // tp
+            if n > per:
+                continue
+            free_b = slot_free.reshape(-1, per).sum(axis=1)
+            idle_b = idle.reshape(-1, block).sum(axis=1)
+            cand = np.flatnonzero(free_b >= n)
+            if cand.size == 0:
+                continue
+            # fewest idle GPUs; ties by the idle GPUs of the enclosing leaf, pod, then index
+            start = cand * block
+            idle_leaf = idle.reshape(-1, state.leaf_block).sum(axis=1)[start // state.leaf_block]
+            idle_pod = idle.reshape(-1, spec.gpus_per_pod).sum(axis=1)[start // spec.gpus_per_pod]
+            b = int(cand[np.lexsort((cand, idle_pod, idle_leaf, idle_b[cand]))[0]])
+            if tier == "pod":
+                slots = self._in_pod(state, job, b, n, slot_free, idle, server_free)
+            else:
+                blk = slot_free[b * per : (b + 1) * per]
+                slots = _slot_order(blk, server_free[b * per // sps :], sps, b * per)[:n]
+            return self._finish(state, job, slots, tier)
+        return None
+
+    def _in_pod(
+        self,
+        state: ClusterState,
+        job: Job,
+        pod: int,
+        m: int,
+        slot_free: BoolArray,
+        idle: BoolArray,
+        server_free: IntArray,
+    ) -> IntArray:
+        """``m`` free slots of ``pod`` on the fewest leaves (largest first, best fit last)."""
+        spec = state.spec
+        tp = job.tp
+        sps = spec.gpus_per_server // tp
+        per_leaf = state.leaf_block // tp
+        per_pod = spec.gpus_per_pod // tp
+        nb = per_pod // per_leaf
+        base = pod * per_pod
+        pf = slot_free[base : base + per_pod].reshape(nb, per_leaf)
+        f = pf.sum(axis=1)
+        gpp = spec.gpus_per_pod
+        idle_b = idle[pod * gpp : (pod + 1) * gpp].reshape(nb, -1).sum(axis=1)
+        order = np.lexsort((np.arange(nb), idle_b, -f))
+        csum = np.cumsum(f[order])
+        k = int(np.searchsorted(csum, m) + 1)
+        chosen = order[: k - 1].tolist()
+        rest = m - int(f[chosen].sum())
+        left = np.setdiff1d(np.arange(nb), chosen)
+        fit = left[f[left] >= rest]
+        last = int(fit[np.lexsort((fit, idle_b[fit], f[fit]))[0]])
+        parts = [base + b * per_leaf + np.flatnonzero(pf[b]) for b in chosen]
+        lb = base + last * per_leaf
+        parts.append(_slot_order(pf[last], server_free[lb // sps :], sps, lb)[:rest])
+        return np.concatenate(parts)
+
+    def _pods(
+        self,
+        state: ClusterState,
+        job: Job,
+        n: int,
+        slot_free: BoolArray,
+        idle: BoolArray,
+        free_gpus: int,
+    ) -> Placement | Refusal:
+        """Tier 4: the fewest pods, whole EP groups per pod (A.4)."""
+        spec = state.spec
+        tp = job.tp
+        u = math.gcd(n, max(1, job.ep // tp))  # slots per EP group
+        per_pod = spec.gpus_per_pod // tp
+        pod_free = slot_free.reshape(-1, per_pod).sum(axis=1)
+        cap = pod_free // u
+        need = n // u
+        if int(cap.sum()) < need:
+            return Refusal(
+                job.job_id, "network", "ep-confinement", job.gpus, free_gpus,
+                f"EP groups of {u * tp} GPUs fit {int(cap.sum()) * u * tp} GPUs in whole "
+                f"groups per pod, job needs {job.gpus}",
+            )  # fmt: skip
+        method = self.pod_selection
+        if method == "auto":
+            method = "exact" if int((cap > 0).sum()) <= self.exact_max_pods else "greedy"
+        sel = (select_pods_exact if method == "exact" else select_pods_greedy)(cap, need)
+        sps = spec.gpus_per_server // tp
+        server_free = slot_free.reshape(-1, sps).sum(axis=1)
+        slots = np.concatenate(
+            [
+                self._in_pod(state, job, p, k * u, slot_free, idle, server_free)
+                for p, k in zip(sel.pods, sel.units, strict=True)
+            ]
+        )
+        return self._finish(state, job, slots, "pods")
+
+
+def get_policy(name: str = "locality", **options: object) -> PlacementPolicy:
+    """The policy called ``name`` (one of :data:`POLICIES`), with options.
+
+    Examples
+    --------
+    >>> get_policy("first-fit").name
+    'first-fit'
+    """
+    return PlacementPolicy(name=name, **options)  # type: ignore[arg-type]
+
+
+def place(state: ClusterState, job: Job, policy: str = "locality") -> Placement | None:
+    """Shortcut for ``get_policy(policy).place(state, job)``.
+
+    Examples
+    --------
+    >>> from lumoscore.topology import ClusterSpec
+    >>> from lumoscore.workload import Job
+    >>> st = ClusterState.empty(ClusterSpec(pods=2, k_leaf=16, k_spine=16, tau=2))
+    >>> job = Job(job_id=3, arrival_s=0.0, gpus=16, model="Pangu", tp=8, pp=2, dp=1, ep=8,
+    ...           iterations=1, duration_s=1.0)
+    >>> place(st, job).tier
+    'leaf'
+    """
+    return get_policy(policy).place(state, job)
+
+
+def release(state: ClusterState, job_id: int) -> Placement:
+    """Free a finished job (see :meth:`ClusterState.release`)."""
+    return state.release(job_id)

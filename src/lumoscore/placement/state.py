@@ -1,0 +1,374 @@
+"""Cluster state for GPU placement: GPU ownership, failures, placements and leaf demand.
+
+A :class:`ClusterState` holds, as NumPy arrays,
+
+* ``owner[gpu]`` -- the job id that holds the GPU, or ``-1`` when idle;
+* ``failed[gpu]`` -- failed GPUs (never placed on; a failed GPU of a running job stays owned
+  until the job is released);
+* ``placements`` -- every running job's :class:`Placement` (GPU ids in rank order);
+* ``L`` -- the current leaf-level cross-pod demand (``leaves x leaves``, symmetric ``int64``),
+  the sum over running jobs of their parts ``job_demand[job_id] = (rows, cols, values)``;
+* ``circuits`` -- the OCS configuration deployed now (``(n, 6)`` rows of
+  :mod:`lumoscore.toe`), ``logical`` -- the logical topology it realizes;
+* ``refusals`` -- the fragmentation record (one :class:`Refusal` per refused attempt).
+
+Every method that changes the state says so in its name (``allocate``, ``release``,
+``fail_gpus``, ...); everything else is a pure query. Ties are broken by index and nothing is
+random, so two runs with the same inputs give the same placements.
+
+Examples
+--------
+>>> from lumoscore.topology import ClusterSpec
+>>> spec = ClusterSpec(pods=2, k_leaf=16, k_spine=16, tau=2, gpus_per_server=8)
+>>> st = ClusterState.empty(spec)
+>>> st.free_gpus
+256
+>>> st.allocate(Placement(job_id=7, gpus=np.arange(8, 16), pods=(0,), leaves=(0,)))
+>>> st.free_gpus, int(st.owner[9])
+(248, 7)
+>>> st.release(7).job_id, st.free_gpus
+(7, 256)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.topology.cluster import ClusterSpec
+
+__all__ = [
+    "REFUSAL_KINDS",
+    "ClusterState",
+    "DemandPart",
+    "Placement",
+    "PlacementError",
+    "Refusal",
+]
+
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+
+#: ``Refusal.kind`` values: not enough GPUs vs enough GPUs but the network/locality rules fail.
+REFUSAL_KINDS: tuple[str, ...] = ("gpus", "network")
+
+
+class PlacementError(PreconditionError):
+    """A placement breaks the state (GPU already owned, failed, unknown job, ...)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a job runs.
+
+    Attributes
+    ----------
+    job_id : int
+        The job.
+    gpus : ndarray of int64
+        GPU ids in rank order (TP fastest, then DP, then PP, after the A.6 arrangement), as
+        :mod:`lumoscore.traffic` expects.
+    pods, leaves : tuple of int
+        Pods and leaves used (sorted).
+    policy : str
+        Policy that made it.
+    tier : str
+        Locality reached: ``server``, ``leaf``, ``pod``, ``pods`` or ``any``.
+    """
+
+    job_id: int
+    gpus: IntArray
+    pods: tuple[int, ...]
+    leaves: tuple[int, ...]
+    policy: str = "manual"
+    tier: str = "any"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gpus", np.asarray(self.gpus, dtype=np.int64).reshape(-1))
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a job did not fit (one row of the fragmentation record).
+
+    Attributes
+    ----------
+    job_id : int
+        The job.
+    kind : str
+        ``"gpus"`` -- not enough idle GPUs (or whole TP slots) anywhere;
+        ``"network"`` -- enough idle GPUs, but the locality rules (EP inside a pod) or the
+        leaves' cross-pod ports (row sums of ``L`` above ``K_leaf``) refuse it.
+    reason : str
+        ``"gpus"``, ``"tp-slots"`` (idle GPUs are scattered over partly used servers),
+        ``"ep-confinement"`` or ``"leaf-ports"``.
+    needed_gpus, free_gpus : int
+        What the job asked for and what was idle.
+    detail : str
+        One human-readable line.
+    """
+
+    job_id: int
+    kind: str
+    reason: str
+    needed_gpus: int
+    free_gpus: int
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class DemandPart:
+    """A running job's leaf-level cross-pod demand as symmetric COO entries (both orientations).
+
+    ``cost`` is the per-unit cost of sharing each entry's links (low for pipeline traffic, see
+    :func:`lumoscore.placement.demand.job_demand`); ``shared`` counts the links given up by
+    path sharing (:func:`lumoscore.placement.demand.share_paths`).
+    """
+
+    rows: IntArray
+    cols: IntArray
+    values: IntArray
+    cost: IntArray
+    shared: int = 0
+
+    @property
+    def total(self) -> int:
+        """Sum of the entries (twice the number of bidirectional links)."""
+        return int(self.values.sum())
+
+
+def _empty_int() -> IntArray:
+    return np.zeros(0, np.int64)
+
+
+@dataclass
+class ClusterState:
+    """Mutable cluster state; see the module docstring. Build with :meth:`empty`."""
+
+    spec: ClusterSpec
+    owner: IntArray
+    failed: BoolArray
+    L: IntArray
+    placements: dict[int, Placement] = field(default_factory=dict)
+    job_demand: dict[int, DemandPart] = field(default_factory=dict)
+    circuits: IntArray = field(default_factory=lambda: np.zeros((0, 6), np.int64))
+    logical: Any = None
+    refusals: list[Refusal] = field(default_factory=list)
+    failed_links: IntArray | None = None
+    rail_optimized: bool = False
+
+    # ---- construction -----------------------------------------------------------------
+    @classmethod
+    def empty(cls, spec: ClusterSpec, *, rail_optimized: bool = False) -> ClusterState:
+        """An idle cluster (no jobs, no failures, no circuits).
+
+        ``rail_optimized=True`` models rail-optimized intra-pod wiring: GPU ``r`` of every
+        server of a rail group (``k_leaf`` consecutive servers) connects to the group's leaf
+        ``r`` (see :meth:`leaf_of_gpu`); needs ``gpus_per_server`` to divide the leaves of a
+        pod.
+
+        Examples
+        --------
+        >>> from lumoscore.topology import ClusterSpec
+        >>> ClusterState.empty(ClusterSpec(pods=2, k_leaf=4, k_spine=4, tau=2,
+        ...                                gpus_per_server=2)).L.shape
+        (4, 4)
+        """
+        if rail_optimized and spec.leaves_per_pod % spec.gpus_per_server:
+            raise ConfigError(
+                f"rail_optimized: gpus_per_server={spec.gpus_per_server} must divide the "
+                f"leaves of a pod ({spec.leaves_per_pod})"
+            )
+        return cls(
+            spec=spec,
+            owner=np.full(spec.gpus, -1, np.int64),
+            failed=np.zeros(spec.gpus, bool),
+            L=np.zeros((spec.leaves, spec.leaves), np.int64),
+            failed_links=np.zeros((spec.leaves, spec.ocs_groups), np.int64),
+            rail_optimized=rail_optimized,
+        )
+
+    def copy(self) -> ClusterState:
+        """A deep copy (arrays copied; placements and parts are immutable and shared)."""
+        return ClusterState(
+            spec=self.spec,
+            owner=self.owner.copy(),
+            failed=self.failed.copy(),
+            L=self.L.copy(),
+            placements=dict(self.placements),
+            job_demand=dict(self.job_demand),
+            circuits=self.circuits.copy(),
+            logical=self.logical,
+            refusals=list(self.refusals),
+            failed_links=None if self.failed_links is None else self.failed_links.copy(),
+            rail_optimized=self.rail_optimized,
+        )
+
+    # ---- queries ------------------------------------------------------------------------
+    @property
+    def idle(self) -> BoolArray:
+        """Idle healthy GPUs."""
+        return (self.owner < 0) & ~self.failed
+
+    @property
+    def free_gpus(self) -> int:
+        """Number of idle healthy GPUs."""
+        return int(self.idle.sum())
+
+    @property
+    def running(self) -> tuple[int, ...]:
+        """Ids of the placed jobs, ascending."""
+        return tuple(sorted(self.placements))
+
+    @property
+    def leaf_block(self) -> int:
+        """GPUs of one locality unit below a pod: a leaf, or a rail group when rail-optimized."""
+        s = self.spec
+        return s.k_leaf * s.gpus_per_server if self.rail_optimized else s.k_leaf
+
+    def leaf_of_gpu(self, gpu: ArrayLike) -> IntArray:
+        """Leaf each GPU is cabled to (rail-optimized: the rail leaf of its rail group).
+
+        Examples
+        --------
+        >>> from lumoscore.topology import ClusterSpec
+        >>> spec = ClusterSpec(pods=1, k_leaf=4, k_spine=8, tau=2, gpus_per_server=2)
+        >>> ClusterState.empty(spec, rail_optimized=True).leaf_of_gpu([0, 1, 2, 3]).tolist()
+        [0, 1, 0, 1]
+        """
+        s = self.spec
+        g = np.asarray(gpu, dtype=np.int64)
+        if not self.rail_optimized:
+            return s.leaf_of_gpu(g)
+        group = g // (s.k_leaf * s.gpus_per_server)
+        return group * s.gpus_per_server + g % s.gpus_per_server
+
+    def row_sums(self) -> IntArray:
+        """Cross-pod links each leaf needs now (row sums of ``L``)."""
+        return self.L.sum(axis=1)
+
+    # ---- changes ------------------------------------------------------------------------
+    def allocate(self, placement: Placement, demand: DemandPart | None = None) -> None:
+        """Give the placement's GPUs to its job and add its demand part to ``L``.
+
+        Raises :class:`PlacementError` if the job is already placed or a GPU is owned or failed.
+        """
+        j = placement.job_id
+        g = placement.gpus
+        if j in self.placements:
+            raise PlacementError(f"job {j} is already placed")
+        if g.size and (g.min() < 0 or g.max() >= self.spec.gpus):
+            raise PlacementError(f"job {j}: GPU ids must be in [0, {self.spec.gpus})")
+        if np.unique(g).size != g.size:
+            raise PlacementError(f"job {j}: a GPU is listed twice")
+        busy = self.owner[g] >= 0
+        if busy.any():
+            k = int(np.flatnonzero(busy)[0])
+            raise PlacementError(
+                f"job {j}: GPU {int(g[k])} is owned by job {int(self.owner[g[k]])}"
+            )
+        if self.failed[g].any():
+            k = int(np.flatnonzero(self.failed[g])[0])
+            raise PlacementError(f"job {j}: GPU {int(g[k])} has failed")
+        self.owner[g] = j
+        self.placements[j] = placement
+        if demand is not None:
+            self.add_demand(j, demand)
+
+    def add_demand(self, job_id: int, demand: DemandPart) -> None:
+        """Record a running job's demand part and add it to ``L`` (replaces an older part)."""
+        self.remove_demand(job_id)
+        np.add.at(self.L, (demand.rows, demand.cols), demand.values)
+        self.job_demand[job_id] = demand
+
+    def remove_demand(self, job_id: int) -> DemandPart | None:
+        """Subtract a job's demand part from ``L`` and forget it; returns it (or None)."""
+        part = self.job_demand.pop(job_id, None)
+        if part is not None:
+            np.subtract.at(self.L, (part.rows, part.cols), part.values)
+        return part
+
+    def release(self, job_id: int) -> Placement:
+        """Free a job's GPUs and remove its demand; returns its placement.
+
+        Raises :class:`PlacementError` for a job that is not placed.
+        """
+        if job_id not in self.placements:
+            raise PlacementError(f"job {job_id} is not placed (running: {list(self.running)[:10]})")
+        p = self.placements.pop(job_id)
+        self.owner[p.gpus] = -1
+        self.remove_demand(job_id)
+        return p
+
+    def fail_gpus(self, gpus: ArrayLike) -> tuple[int, ...]:
+        """Mark GPUs failed; returns the (sorted) ids of running jobs that hold one of them."""
+        g = np.unique(np.asarray(gpus, dtype=np.int64).reshape(-1))
+        if g.size and (g.min() < 0 or g.max() >= self.spec.gpus):
+            raise ConfigError(f"gpus: ids must be in [0, {self.spec.gpus})")
+        self.failed[g] = True
+        hit = np.unique(self.owner[g])
+        return tuple(int(x) for x in hit[hit >= 0])
+
+    def fail_servers(self, servers: ArrayLike) -> tuple[int, ...]:
+        """Mark every GPU of the servers failed; returns the affected running jobs."""
+        s = np.asarray(servers, dtype=np.int64).reshape(-1)
+        per = self.spec.gpus_per_server
+        return self.fail_gpus((s[:, None] * per + np.arange(per)).reshape(-1))
+
+    def repair_gpus(self, gpus: ArrayLike) -> None:
+        """Mark GPUs healthy again."""
+        self.failed[np.asarray(gpus, dtype=np.int64).reshape(-1)] = False
+
+    def fail_link(self, leaf: int, group: int, count: int = 1) -> None:
+        """Take ``count`` of the ``tau`` links between a leaf and its spine ``group`` down."""
+        s = self.spec
+        if not (0 <= leaf < s.leaves and 0 <= group < s.ocs_groups):
+            raise ConfigError(
+                f"link: leaf must be in [0, {s.leaves}) and group in [0, {s.ocs_groups}), "
+                f"got leaf={leaf}, group={group}"
+            )
+        assert self.failed_links is not None
+        self.failed_links[leaf, group] = min(s.tau, int(self.failed_links[leaf, group]) + count)
+
+    def repair_link(self, leaf: int, group: int) -> None:
+        """Bring every link between a leaf and its spine ``group`` back up."""
+        assert self.failed_links is not None
+        self.failed_links[leaf, group] = 0
+
+    def link_capacity(self) -> IntArray:
+        """Working links ``(leaves, H)`` between every leaf and each spine of its pod."""
+        assert self.failed_links is not None
+        return self.spec.tau - self.failed_links
+
+    def check(self) -> list[str]:
+        """Consistency violations (empty = consistent): owner vs placements, ``L`` vs parts.
+
+        Examples
+        --------
+        >>> from lumoscore.topology import ClusterSpec
+        >>> ClusterState.empty(ClusterSpec(pods=1, k_leaf=4, k_spine=4, tau=2,
+        ...                                gpus_per_server=2)).check()
+        []
+        """
+        msgs: list[str] = []
+        expect = np.full(self.spec.gpus, -1, np.int64)
+        for j, p in self.placements.items():
+            if (expect[p.gpus] >= 0).any():
+                msgs.append(f"job {j} shares a GPU with another job")
+            expect[p.gpus] = j
+        if not np.array_equal(expect, self.owner):
+            msgs.append("owner array disagrees with the placements")
+        L = np.zeros_like(self.L)
+        for part in self.job_demand.values():
+            np.add.at(L, (part.rows, part.cols), part.values)
+        if not np.array_equal(L, self.L):
+            msgs.append("L is not the sum of the running jobs' demand parts")
+        if not np.array_equal(self.L, self.L.T):
+            msgs.append("L is not symmetric")
+        if set(self.job_demand) - set(self.placements):
+            msgs.append("demand recorded for a job that is not placed")
+        return msgs

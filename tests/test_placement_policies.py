@@ -1,0 +1,159 @@
+"""Placement: locality tiers, confinement invariants under random event sequences, pod selection
+against brute force and CP-SAT, refusal reasons."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lumoscore.errors import InfeasibleError
+from lumoscore.placement import (
+    ClusterState,
+    Placement,
+    PlacementError,
+    get_policy,
+    select_pods_exact,
+    select_pods_greedy,
+)
+from lumoscore.topology import ClusterSpec
+from lumoscore.workload import Job
+
+SPEC = ClusterSpec(pods=4, k_leaf=16, k_spine=8, tau=2, gpus_per_server=8)  # 64 GPUs a pod
+
+
+def make_job(job_id: int, gpus: int, pp: int = 1, ep: int = 8, tp: int = 8) -> Job:
+    pp = min(pp, gpus // tp)
+    return Job(
+        job_id=job_id, arrival_s=0.0, gpus=gpus, model="Pangu", tp=tp, pp=pp,
+        dp=gpus // tp // pp, ep=ep, iterations=1, duration_s=1.0,
+    )  # fmt: skip
+
+
+def check_confinement(state: ClusterState, job: Job, p: Placement, ep_strict: bool) -> None:
+    spec = state.spec
+    g = p.gpus
+    assert g.size == job.gpus
+    tp_groups = g.reshape(-1, job.tp)
+    assert (spec.server_of_gpu(tp_groups) == spec.server_of_gpu(tp_groups[:, :1])).all()
+    if ep_strict and job.ep > job.tp and job.gpus % job.ep == 0:
+        ep_groups = spec.pod_of_gpu(g.reshape(-1, job.ep))
+        assert (ep_groups == ep_groups[:, :1]).all(), "an EP group crosses a pod"
+    assert set(p.pods) == set(spec.pod_of_gpu(g).tolist())
+
+
+# ---- locality tiers ------------------------------------------------------------------------
+def test_tiers_and_fewest_idle() -> None:
+    st_ = ClusterState.empty(SPEC)
+    pol = get_policy("locality")
+    # occupy one server of leaf 1 (leaf = 16 GPUs = 2 servers) and 3 leaves of pod 2
+    st_.allocate(Placement(job_id=100, gpus=np.arange(16, 24), pods=(0,), leaves=(1,)))
+    st_.allocate(Placement(job_id=101, gpus=np.arange(128, 176), pods=(2,), leaves=(8, 9, 10)))
+    p = pol.place(st_, make_job(1, 8))
+    assert p.tier == "server" and set(p.gpus.tolist()) == set(range(24, 32))  # fullest server
+    p = pol.place(st_, make_job(2, 16))
+    assert p.tier == "leaf" and p.leaves == (11,)  # the leaf of the fullest pod, 16 idle
+    p = pol.place(st_, make_job(3, 64, pp=2))
+    assert p.tier == "pod" and p.pods == (1,)
+    p = pol.place(st_, make_job(4, 96, ep=16))  # pods 0 (48 idle) and 3 (64 idle)
+    assert p.tier == "pods" and p.pods == (0, 3)
+    assert st_.check() == []
+
+
+def test_refusal_reasons() -> None:
+    st_ = ClusterState.empty(SPEC)
+    pol = get_policy("locality")
+    assert pol.place(st_, make_job(1, 512)) is None
+    assert st_.refusals[-1].kind == "gpus" and st_.refusals[-1].reason == "gpus"
+    # leave 48 idle GPUs in every pod: a 128-GPU job with EP = 64 GPUs cannot be confined
+    for p in range(4):
+        st_.allocate(Placement(job_id=10 + p, gpus=np.arange(p * 64, p * 64 + 16), pods=(p,),
+                               leaves=(p * 4,)))  # fmt: skip
+    assert pol.place(st_, make_job(2, 128, ep=64)) is None
+    assert st_.refusals[-1].kind == "network" and st_.refusals[-1].reason == "ep-confinement"
+    relaxed = get_policy("relaxed").place(st_, make_job(2, 128, ep=64))
+    assert relaxed is not None and len(relaxed.pods) >= 3
+    with pytest.raises(PlacementError):
+        st_.allocate(relaxed)
+
+
+# ---- random sequences --------------------------------------------------------------------
+EVENT = st.tuples(
+    st.sampled_from(["arrive", "arrive", "finish", "fail"]),
+    st.sampled_from([8, 16, 32, 64, 128]),
+    st.sampled_from([1, 2, 4]),
+    st.sampled_from([8, 16, 32]),
+    st.integers(0, 10**6),
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(["locality", "relaxed", "first-fit"]), st.lists(EVENT, max_size=40))
+def test_random_sequences_keep_invariants(policy: str, events: list) -> None:
+    pol = get_policy(policy, pod_selection="greedy")
+    state = ClusterState.empty(SPEC)
+    jobs: dict[int, Job] = {}
+    for k, (kind, gpus, pp, ep, r) in enumerate(events):
+        if kind == "arrive":
+            job = make_job(k, gpus, pp=pp, ep=ep)
+            failed_before = state.failed.copy()
+            p = pol.place(state, job)
+            if p is None:
+                assert state.refusals[-1].job_id == k
+                continue
+            assert not failed_before[p.gpus].any()
+            check_confinement(state, job, p, ep_strict=policy == "locality")
+            jobs[k] = job
+        elif kind == "finish" and state.placements:
+            victim = state.running[r % len(state.running)]
+            pol.release(state, victim)
+        elif kind == "fail":
+            gpu = r % SPEC.gpus
+            hit = state.fail_gpus([gpu])
+            assert hit == (() if state.owner[gpu] < 0 else (int(state.owner[gpu]),))
+            for j in hit:  # the simulator kills the jobs of failed GPUs
+                state.release(j)
+        assert state.check() == []
+        owned = state.owner[state.owner >= 0]
+        assert owned.size == sum(state.placements[j].gpus.size for j in state.placements)
+
+
+# ---- pod selection ------------------------------------------------------------------------
+def brute_force(cap: np.ndarray, need: int) -> tuple[int, int]:
+    for k in range(1, cap.size + 1):
+        best = [sum(cap[list(s)]) for s in itertools.combinations(range(cap.size), k)
+                if cap[list(s)].sum() >= need and (cap[list(s)] > 0).all()]  # fmt: skip
+        if best:
+            return k, int(min(best))
+    raise AssertionError
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 12), min_size=1, max_size=8), st.integers(1, 40))
+def test_pod_selection_exact_and_greedy(cap_list: list[int], need: int) -> None:
+    cap = np.array(cap_list)
+    if cap.sum() < need:
+        with pytest.raises(InfeasibleError):
+            select_pods_greedy(cap, need)
+        return
+    k, opt = brute_force(cap, need)
+    ex = select_pods_exact(cap, need)
+    gr = select_pods_greedy(cap, need)
+    assert (len(ex.pods), ex.cost) == (k, opt)
+    assert len(gr.pods) == k  # fewest pods: exact
+    assert opt <= gr.cost < opt + cap.max() or gr.cost == opt  # the documented bound
+    for sel in (ex, gr):
+        assert sum(sel.units) == need
+        assert all(1 <= u <= cap[p] for p, u in zip(sel.pods, sel.units, strict=True))
+
+
+def test_rail_optimized_leaf_map() -> None:
+    spec = ClusterSpec(pods=2, k_leaf=16, k_spine=16, tau=2, gpus_per_server=8)
+    st_ = ClusterState.empty(spec, rail_optimized=True)
+    # rail group = 16 servers = the whole pod here; GPU r of each server -> leaf r of the pod
+    assert st_.leaf_of_gpu(np.array([0, 8, 15, 128 + 3])).tolist() == [0, 0, 7, 11]
+    p = get_policy().place(st_, make_job(1, 64, pp=2))
+    assert p.tier == "leaf" and len(p.leaves) == 8  # a rail group spans all 8 rails
