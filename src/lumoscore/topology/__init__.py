@@ -48,3 +48,28 @@ __all__ += [
     "verify_circuits",
     "write_circuits",
 ]
+
+# ---- logical topology (placement area) ----------------------------------------------------
+from lumoscore.topology.logical import (  # noqa: E402 (after the wiring block)
+    LOGICAL_METHODS,
+    LogicalTopology,
+    backup_mesh,
+    check_logical_topology,
+    design_logical_topology,
+    greedy_spine_assignment,
+    heuristic_decomposition,
+    ilp_logical_topology,
+    theorem_42_condition,
+)
+
+__all__ += [
+    "LOGICAL_METHODS",
+    "LogicalTopology",
+    "backup_mesh",
+    "check_logical_topology",
+    "design_logical_topology",
+    "greedy_spine_assignment",
+    "heuristic_decomposition",
+    "ilp_logical_topology",
+    "theorem_42_condition",
+]

@@ -1,0 +1,561 @@
+"""Logical topology: leaf-level cross-pod demand ``L`` -> per-spine split ``L_abh`` -> ``C_ijh``.
+
+LumosCore §4.1 and Appendix A.2. ``L`` is a symmetric ``leaves x leaves`` integer matrix,
+zero inside pods: ``L_ab`` bidirectional leaf-to-leaf links the running jobs need. A split
+``L_abh`` sends part of ``L_ab`` through spine ``h`` of both pods (OCS group ``h``); the pod-level
+logical topology is ``C_ijh = sum_{a in pod i, b in pod j} L_abh`` (Eq. 7). The model:
+
+* (5) ``sum_h L_abh = L_ab``;
+* (6) ``sum_b L_abh <= tau`` and ``sum_a L_abh <= tau`` (each leaf has ``tau`` links to each
+  spine: no contention on leaf-spine links);
+* (8) ``C_h`` symmetric (every logical link bidirectional, L2 compatible).
+
+Algorithms:
+
+* :func:`heuristic_decomposition` -- Heuristic-Decomposition (§4.1.1): ``L = A + A.T``
+  (:func:`~lumoscore.decompose.symmetric_decomposition`), ``A = A^1 + ... + A^H``
+  (:func:`~lumoscore.decompose.integer_decomposition_sparse`), ``L_abh = A^h_ab + A^h_ba``.
+  Theorem 4.1: for even ``tau`` (the paper: ``tau = 2``) and row sums ``<= K_leaf`` it meets
+  (5)(6)(8); for ``tau = 1`` it still meets (5)(8) and every leaf-spine link carries at most
+  2 requirements (contention <= 2).
+* :func:`greedy_spine_assignment` -- the greedy of Theorem 4.2: each pair's requirements go to
+  spines with a free link at both leaves. When every row sum is at most ``K_leaf / 2`` it meets
+  (5)(6)(8) (a leaf has used fewer than half of its spines, so two leaves share a free one).
+  Otherwise leftover requirements go where the larger of the two loads is least, and the result
+  reports its contention.
+* :func:`ilp_logical_topology` -- constraints (5)(6)(8) as a CP-SAT feasibility model (a
+  reference for small cases; proves infeasibility, e.g. the Fig. 12 triangle with ``tau = 1``).
+* :func:`design_logical_topology` -- ``method="auto"``: Heuristic-Decomposition for even
+  ``tau``; for ``tau = 1`` the greedy when Theorem 4.2's condition holds, otherwise the better
+  (lower peak contention) of greedy and Heuristic-Decomposition (contention <= 2).
+* :func:`check_logical_topology` -- violations of (5)(6)(8); :func:`backup_mesh` -- idle OCS
+  ports joined into a full-mesh backup (LumosCore Fig. 10 caption).
+
+A :class:`LogicalTopology` holds ``L_abh`` as COO arrays (``a, b, h, value``), ``C`` as an
+``(H, P, P)`` array, and the contention of every leaf-spine link (``leaf_contention``, leaves x
+H: requirements per link, rounded up) and every spine's OCS-facing links (``spine_contention``,
+H x P).
+
+Examples
+--------
+>>> import numpy as np
+>>> from lumoscore.topology import ClusterSpec
+>>> spec = ClusterSpec(pods=3, k_leaf=4, k_spine=4, tau=2, gpus_per_server=2)  # 2 leaves a pod
+>>> L = np.zeros((6, 6), np.int64)
+>>> L[0, 2] = L[2, 0] = 3; L[0, 4] = L[4, 0] = 1; L[3, 5] = L[5, 3] = 4
+>>> topo = design_logical_topology(L, spec)
+>>> topo.method, topo.C.shape, topo.max_contention
+('heuristic', (2, 3, 3), 1)
+>>> check_logical_topology(L, topo, spec)
+[]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+from ortools.sat.python import cp_model
+
+from lumoscore.decompose import integer_decomposition_sparse, symmetric_decomposition
+from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError, SolverError
+from lumoscore.topology.cluster import ClusterSpec
+
+__all__ = [
+    "LOGICAL_METHODS",
+    "LogicalTopology",
+    "backup_mesh",
+    "check_logical_topology",
+    "design_logical_topology",
+    "greedy_spine_assignment",
+    "heuristic_decomposition",
+    "ilp_logical_topology",
+    "theorem_42_condition",
+]
+
+IntArray = NDArray[np.int64]
+
+LOGICAL_METHODS: tuple[str, ...] = ("auto", "heuristic", "greedy", "ilp")
+"""Methods accepted by :func:`design_logical_topology`."""
+
+
+@dataclass(frozen=True)
+class LogicalTopology:
+    """A per-spine split of ``L`` and the pod-level logical topology it induces.
+
+    Attributes
+    ----------
+    a, b, h, value : ndarray of int64
+        ``L_abh = value`` (directed leaf ``a`` -> leaf ``b`` through spine ``h``), non-zero
+        entries only, sorted by ``(a, b, h)``.
+    C : ndarray of int64
+        ``(H, P, P)`` logical topology (Eq. 7), the demand of :func:`lumoscore.toe.configure`.
+    leaf_up, leaf_down : ndarray of int64
+        ``(leaves, H)``: requirements on the links leaf -> spine (``sum_b L_abh``) and
+        spine -> leaf (``sum_b L_bah``).
+    capacity : ndarray of int64
+        ``(leaves, H)`` working links between each leaf and spine (``tau`` unless failed).
+    k_spine : int
+        OCS-facing ports of a spine.
+    method : str
+        Algorithm that produced it.
+    """
+
+    a: IntArray
+    b: IntArray
+    h: IntArray
+    value: IntArray
+    C: IntArray
+    leaf_up: IntArray
+    leaf_down: IntArray
+    capacity: IntArray
+    k_spine: int
+    method: str
+
+    @property
+    def leaf_contention(self) -> IntArray:
+        """``(leaves, H)`` contention level of each leaf-spine link bundle: requirements per
+        working link, rounded up (0 = unused, 1 = every requirement has its own link).
+        A bundle with load but no working link reports its load."""
+        load = np.maximum(self.leaf_up, self.leaf_down)
+        cap = np.maximum(self.capacity, 1)
+        return -(-load // cap)
+
+    @property
+    def spine_contention(self) -> IntArray:
+        """``(H, P)`` contention level of each spine's OCS-facing links:
+        ``ceil(sum_j C_ijh / k_spine)``."""
+        return -(-self.C.sum(axis=2) // self.k_spine)
+
+    @property
+    def max_contention(self) -> int:
+        """Largest contention level over all leaf-spine and spine-OCS links (0 = no demand)."""
+        lc = int(self.leaf_contention.max(initial=0))
+        return max(lc, int(self.spine_contention.max(initial=0)))
+
+    @property
+    def contention_free(self) -> bool:
+        """Constraints (6) hold and no spine needs more OCS ports than it has."""
+        return self.max_contention <= 1
+
+    def dense(self) -> IntArray:
+        """``L_abh`` as a dense ``(H, leaves, leaves)`` array (small clusters only)."""
+        n = self.leaf_up.shape[0]
+        out = np.zeros((self.C.shape[0], n, n), np.int64)
+        np.add.at(out, (self.h, self.a, self.b), self.value)
+        return out
+
+
+# ---- helpers ------------------------------------------------------------------------------
+def _coo(L: Any, spec: ClusterSpec) -> tuple[IntArray, IntArray, IntArray]:
+    """Upper-triangle COO (a < b) of a validated demand matrix."""
+    n = spec.leaves
+    if sp.issparse(L):
+        m = sp.coo_array(L)
+        if m.shape != (n, n):
+            raise ConfigError(f"L: shape must be ({n}, {n}) (leaves), got {m.shape}")
+        r, c, v = m.row.astype(np.int64), m.col.astype(np.int64), np.asarray(m.data)
+    else:
+        arr = np.asarray(L)
+        if arr.shape != (n, n):
+            raise ConfigError(f"L: shape must be ({n}, {n}) (leaves), got {arr.shape}")
+        r, c = np.nonzero(arr)
+        r, c = r.astype(np.int64), c.astype(np.int64)
+        v = arr[r, c]
+    fractional = v.size and not np.issubdtype(v.dtype, np.integer)
+    if fractional and not np.array_equal(v, np.round(v)):
+        raise ConfigError("L: entries must be integers")
+    v = v.astype(np.int64)
+    keep = v != 0
+    r, c, v = r[keep], c[keep], v[keep]
+    if (v < 0).any():
+        k = int(np.flatnonzero(v < 0)[0])
+        raise ConfigError(f"L: entries must be >= 0, got L[{r[k]}, {c[k]}] = {v[k]}")
+    per = spec.leaves_per_pod
+    inside = r // per == c // per
+    if inside.any():
+        k = int(np.flatnonzero(inside)[0])
+        raise ConfigError(
+            f"L: entries inside a pod must be 0 (cross-pod demand only), got "
+            f"L[{r[k]}, {c[k]}] = {v[k]}"
+        )
+    up = r < c
+    ru, cu, vu = r[up], c[up], v[up]
+    rl, cl, vl = c[~up], r[~up], v[~up]
+    ku = ru * n + cu
+    kl = rl * n + cl
+    ou, ol = np.argsort(ku), np.argsort(kl)
+    if not (np.array_equal(ku[ou], kl[ol]) and np.array_equal(vu[ou], vl[ol])):
+        raise ConfigError("L: must be symmetric (L[a, b] == L[b, a])")
+    return ru[ou], cu[ou], vu[ou]
+
+
+def _capacity(spec: ClusterSpec, capacity: Any) -> IntArray:
+    shape = (spec.leaves, spec.ocs_groups)
+    if capacity is None:
+        return np.full(shape, spec.tau, np.int64)
+    cap = np.asarray(capacity, dtype=np.int64)
+    if cap.shape != shape:
+        raise ConfigError(f"capacity: shape must be {shape} (leaves, H), got {cap.shape}")
+    return cap
+
+
+def _build(
+    a: IntArray,
+    b: IntArray,
+    h: IntArray,
+    v: IntArray,
+    spec: ClusterSpec,
+    cap: IntArray,
+    method: str,
+) -> LogicalTopology:
+    """Aggregate directed entries and derive ``C`` and the link loads."""
+    n, H, P = spec.leaves, spec.ocs_groups, spec.pods
+    key = (a * n + b) * H + h
+    uk, inv = np.unique(key, return_inverse=True)
+    val = np.bincount(inv.reshape(-1), weights=v, minlength=uk.size).astype(np.int64)
+    nz = val != 0
+    uk, val = uk[nz], val[nz]
+    hh = uk % H
+    ab = uk // H
+    aa, bb = ab // n, ab % n
+    per = spec.leaves_per_pod
+    C = np.bincount((hh * P + aa // per) * P + bb // per, weights=val, minlength=H * P * P).astype(
+        np.int64
+    )
+    up = np.bincount(aa * H + hh, weights=val, minlength=n * H).astype(np.int64)
+    down = np.bincount(bb * H + hh, weights=val, minlength=n * H).astype(np.int64)
+    return LogicalTopology(
+        a=aa,
+        b=bb,
+        h=hh,
+        value=val,
+        C=C.reshape(H, P, P),
+        leaf_up=up.reshape(n, H),
+        leaf_down=down.reshape(n, H),
+        capacity=cap,
+        k_spine=spec.k_spine,
+        method=method,
+    )
+
+
+def _empty(spec: ClusterSpec, cap: IntArray, method: str) -> LogicalTopology:
+    z = np.zeros(0, np.int64)
+    return _build(z, z, z, z, spec, cap, method)
+
+
+# ---- algorithms ---------------------------------------------------------------------------
+def heuristic_decomposition(L: Any, spec: ClusterSpec, *, capacity: Any = None) -> LogicalTopology:
+    """Heuristic-Decomposition of §4.1.1 (Theorem 4.1); see the module docstring.
+
+    Only leaves with demand enter the two min-cost-flow decompositions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=2, k_leaf=4, k_spine=2, tau=2, gpus_per_server=2)
+    >>> L = np.array([[0, 4], [4, 0]])                      # one leaf a pod, 2 spines
+    >>> heuristic_decomposition(L, spec).C[:, 0, 1].tolist()  # 2 links through each spine
+    [2, 2]
+    """
+    cap = _capacity(spec, capacity)
+    r, c, v = _coo(L, spec)
+    if v.size == 0:
+        return _empty(spec, cap, "heuristic")
+    act, inv = np.unique(np.concatenate([r, c]), return_inverse=True)
+    m = act.size
+    ri, ci = inv[: r.size], inv[r.size :]
+    Lc = np.zeros((m, m), np.int64)
+    Lc[ri, ci] = v
+    Lc[ci, ri] = v
+    A = symmetric_decomposition(Lc)
+    parts = integer_decomposition_sparse(A, spec.ocs_groups)
+    pa, pb, ph, pv = act[parts.row], act[parts.col], parts.part, parts.value
+    return _build(
+        np.concatenate([pa, pb]),
+        np.concatenate([pb, pa]),
+        np.concatenate([ph, ph]),
+        np.concatenate([pv, pv]),
+        spec,
+        cap,
+        "heuristic",
+    )
+
+
+def theorem_42_condition(L: Any, spec: ClusterSpec) -> bool:
+    """Every row sum of ``L`` is at most ``K_leaf / 2`` (Theorem 4.2's condition).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=2, k_leaf=4, k_spine=2, tau=1, gpus_per_server=2)
+    >>> theorem_42_condition(np.array([[0, 0, 2, 0], [0] * 4, [2, 0, 0, 0], [0] * 4]), spec)
+    True
+    """
+    r, c, v = _coo(L, spec)
+    rows = np.bincount(np.concatenate([r, c]), weights=np.concatenate([v, v]), minlength=1)
+    return bool(rows.max(initial=0) * 2 <= spec.k_leaf)
+
+
+def greedy_spine_assignment(L: Any, spec: ClusterSpec, *, capacity: Any = None) -> LogicalTopology:
+    """Theorem 4.2's greedy: each pair's requirements on spines free at both leaves.
+
+    Pairs are taken in ``(a, b)`` order; a pair's requirements are spread round-robin over the
+    spines with a free link at both leaves (most common free links first, ties by spine index).
+    Requirements left over (possible only when the theorem's condition fails) go one by one
+    to the spine where the larger of the two leaves' loads is least. ``L_abh`` is symmetric,
+    so (8) always holds. ``capacity`` (``leaves x H``, default ``tau``) allows failed links.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=2, k_leaf=4, k_spine=2, tau=1, gpus_per_server=2)
+    >>> L = np.zeros((4, 4), np.int64); L[0, 2] = L[2, 0] = 2
+    >>> t = greedy_spine_assignment(L, spec)
+    >>> t.C[:, 0, 1].tolist(), t.max_contention
+    ([1, 1, 0, 0], 1)
+    """
+    cap = _capacity(spec, capacity)
+    r, c, v = _coo(L, spec)
+    H = spec.ocs_groups
+    load = np.zeros_like(cap)
+    hs = np.arange(H)
+    out_a, out_b, out_h, out_v = [], [], [], []
+    for a, b, m in zip(r.tolist(), c.tolist(), v.tolist(), strict=True):
+        common = np.maximum(np.minimum(cap[a] - load[a], cap[b] - load[b]), 0)
+        take = np.zeros(H, np.int64)
+        left = m
+        order = np.lexsort((hs, -common))
+        while left > 0:
+            avail = order[(common - take)[order] > 0][:left]
+            if avail.size == 0:
+                break
+            take[avail] += 1
+            left -= avail.size
+        while left > 0:  # the theorem's condition failed: least-contended spine
+            worse = np.maximum(load[a] + take, load[b] + take) - np.minimum(cap[a], cap[b])
+            k = int(np.lexsort((hs, worse))[0])
+            take[k] += 1
+            left -= 1
+        load[a] += take
+        load[b] += take
+        nz = np.flatnonzero(take)
+        out_a.append(np.full(nz.size, a))
+        out_b.append(np.full(nz.size, b))
+        out_h.append(nz)
+        out_v.append(take[nz])
+    if not out_a:
+        return _empty(spec, cap, "greedy")
+    a_, b_, h_, v_ = (np.concatenate(x).astype(np.int64) for x in (out_a, out_b, out_h, out_v))
+    return _build(
+        np.concatenate([a_, b_]),
+        np.concatenate([b_, a_]),
+        np.concatenate([h_, h_]),
+        np.concatenate([v_, v_]),
+        spec,
+        cap,
+        "greedy",
+    )
+
+
+def ilp_logical_topology(
+    L: Any, spec: ClusterSpec, *, capacity: Any = None, time_limit_s: float = 10.0
+) -> LogicalTopology:
+    """Constraints (5)(6)(8) as a CP-SAT model (directed ``L_abh``, no symmetry imposed at
+    the leaf level); a reference for small cases.
+
+    Raises
+    ------
+    lumoscore.errors.InfeasibleError
+        CP-SAT proves that no split meets (5)(6)(8).
+    lumoscore.errors.SolverError
+        Neither a solution nor a proof within ``time_limit_s``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=3, k_leaf=2, k_spine=2, tau=1, gpus_per_server=1)
+    >>> L = np.zeros((6, 6), np.int64)
+    >>> for x, y in [(0, 2), (2, 4), (0, 4)]: L[x, y] = L[y, x] = 1
+    >>> ilp_logical_topology(L, spec)   # the Fig. 12-style triangle, tau = 1
+    Traceback (most recent call last):
+    ...
+    lumoscore.errors.InfeasibleError: logical topology: constraints (5)(6)(8) are infeasible ...
+    """
+    cap = _capacity(spec, capacity)
+    r, c, v = _coo(L, spec)
+    H, per = spec.ocs_groups, spec.leaves_per_pod
+    if v.size == 0:
+        return _empty(spec, cap, "ilp")
+    src = np.concatenate([r, c])
+    dst = np.concatenate([c, r])
+    dem = np.concatenate([v, v])
+    m = cp_model.CpModel()
+    x = {
+        (e, h): m.new_int_var(0, int(min(dem[e], cap[src[e], h], cap[dst[e], h])), f"x{e}_{h}")
+        for e in range(src.size)
+        for h in range(H)
+    }
+    for e in range(src.size):  # (5)
+        m.add(sum(x[e, h] for h in range(H)) == int(dem[e]))
+    for h in range(H):  # (6)
+        for leaf in np.unique(src).tolist():
+            m.add(sum(x[e, h] for e in np.flatnonzero(src == leaf).tolist()) <= int(cap[leaf, h]))
+        for leaf in np.unique(dst).tolist():
+            m.add(sum(x[e, h] for e in np.flatnonzero(dst == leaf).tolist()) <= int(cap[leaf, h]))
+    ps, pd = src // per, dst // per
+    for i, j in {(min(p, q), max(p, q)) for p, q in zip(ps.tolist(), pd.tolist(), strict=True)}:
+        fwd = np.flatnonzero((ps == i) & (pd == j)).tolist()
+        bwd = np.flatnonzero((ps == j) & (pd == i)).tolist()
+        for h in range(H):  # (8)
+            m.add(sum(x[e, h] for e in fwd) == sum(x[e, h] for e in bwd))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_time_in_seconds = time_limit_s
+    status = solver.solve(m)
+    if status == cp_model.INFEASIBLE:
+        raise InfeasibleError(
+            f"logical topology: constraints (5)(6)(8) are infeasible for this L with "
+            f"tau={spec.tau} (CP-SAT proof)"
+        )
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        raise SolverError(f"logical topology ILP: CP-SAT status {solver.status_name(status)}")
+    eh = np.array(list(x), dtype=np.int64).reshape(-1, 2)
+    val = np.array([solver.value(var) for var in x.values()], np.int64)
+    return _build(src[eh[:, 0]], dst[eh[:, 0]], eh[:, 1], val, spec, cap, "ilp")
+
+
+def design_logical_topology(
+    L: Any, spec: ClusterSpec, *, method: str = "auto", capacity: Any = None
+) -> LogicalTopology:
+    """Logical topology for ``L`` by ``method`` (one of :data:`LOGICAL_METHODS`).
+
+    ``auto``: Heuristic-Decomposition for even ``tau`` with no failed links (Theorem 4.1);
+    otherwise the greedy, and when it is not contention-free the better of greedy and
+    Heuristic-Decomposition (fewer links at the peak contention level).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=3, k_leaf=2, k_spine=2, tau=1, gpus_per_server=1)
+    >>> L = np.zeros((6, 6), np.int64)
+    >>> for x, y in [(0, 2), (2, 4), (0, 4)]: L[x, y] = L[y, x] = 1
+    >>> design_logical_topology(L, spec).max_contention    # Theorem 4.2 fails: contention 2
+    2
+    """
+    if method not in LOGICAL_METHODS:
+        raise ConfigError(f"method: unknown {method!r}; allowed: {', '.join(LOGICAL_METHODS)}")
+    if method == "heuristic":
+        return heuristic_decomposition(L, spec, capacity=capacity)
+    if method == "greedy":
+        return greedy_spine_assignment(L, spec, capacity=capacity)
+    if method == "ilp":
+        return ilp_logical_topology(L, spec, capacity=capacity)
+    cap = _capacity(spec, capacity)
+    if spec.tau % 2 == 0 and (cap == spec.tau).all():
+        return heuristic_decomposition(L, spec, capacity=cap)
+    g = greedy_spine_assignment(L, spec, capacity=cap)
+    if g.contention_free:
+        return g
+    hd = heuristic_decomposition(L, spec, capacity=cap)
+
+    def badness(t: LogicalTopology) -> tuple[int, int]:
+        lc = t.leaf_contention
+        return t.max_contention, int((lc == lc.max(initial=0)).sum())
+
+    return hd if badness(hd) < badness(g) else g
+
+
+def check_logical_topology(
+    L: Any, topo: LogicalTopology, spec: ClusterSpec, *, capacity: Any = None
+) -> list[str]:
+    """Violations of (5), (6) and (8) (empty list = all hold).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=2, k_leaf=2, k_spine=2, tau=1, gpus_per_server=1)
+    >>> L = np.zeros((4, 4), np.int64); L[0, 2] = L[2, 0] = 2
+    >>> check_logical_topology(L, heuristic_decomposition(L, spec), spec)
+    []
+    """
+    cap = _capacity(spec, capacity)
+    r, c, v = _coo(L, spec)
+    n = spec.leaves
+    msgs: list[str] = []
+    want = np.zeros(n * n, np.int64)
+    np.add.at(want, r * n + c, v)
+    np.add.at(want, c * n + r, v)
+    got = np.bincount(topo.a * n + topo.b, weights=topo.value, minlength=n * n).astype(np.int64)
+    bad = np.flatnonzero(got != want)
+    msgs += [
+        f"(5) leaves {k // n}->{k % n}: sum_h L_abh = {got[k]}, L = {want[k]}" for k in bad[:10]
+    ]
+    for name, load in (("up", topo.leaf_up), ("down", topo.leaf_down)):
+        over = np.argwhere(load > cap)
+        msgs += [
+            f"(6) leaf {a} spine {h} ({name}): {load[a, h]} requirements on {cap[a, h]} links"
+            for a, h in over[:10].tolist()
+        ]
+    Ct = topo.C.transpose(0, 2, 1)
+    asym = np.argwhere(Ct != topo.C)
+    msgs += [
+        f"(8) group {h}: C[{i}, {j}] = {topo.C[h, i, j]} but C[{j}, {i}] = {topo.C[h, j, i]}"
+        for h, i, j in asym[:10].tolist()
+        if i < j
+    ]
+    if (topo.C.sum(axis=2) > spec.k_spine).any():
+        h, i = np.argwhere(topo.C.sum(axis=2) > spec.k_spine)[0].tolist()
+        msgs.append(f"group {h} pod {i}: needs {topo.C[h, i].sum()} > k_spine={spec.k_spine}")
+    return msgs
+
+
+def backup_mesh(C: Any, spec: ClusterSpec) -> IntArray:
+    """Backup links from idle OCS ports (LumosCore Fig. 10 caption: "we configure the
+    remaining idle links to form a full-mesh backup network").
+
+    Per group, pod pairs ``(i, i + d mod P)`` for ``d = 1, 2, ...`` get one link while both
+    spines have idle ports, so with enough idle ports every pod pair is joined (full mesh).
+    Returns the backup ``B`` (same shape as ``C``, symmetric); ``C + B`` is the configuration
+    demand, row sums at most ``k_spine``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=3, k_leaf=2, k_spine=4, tau=2, gpus_per_server=1)
+    >>> backup_mesh(np.zeros((1, 3, 3), np.int64), spec)[0].tolist()
+    [[0, 1, 1], [1, 0, 1], [1, 1, 0]]
+    """
+    Cm = np.asarray(C, dtype=np.int64)
+    P = Cm.shape[1]
+    free = spec.k_spine - Cm.sum(axis=2)
+    if (free < 0).any():
+        raise PreconditionError("backup_mesh: C needs more ports than k_spine somewhere")
+    B = np.zeros_like(Cm)
+    i = np.arange(P)
+    for d in range(1, P // 2 + 1):
+        j = (i + d) % P
+        src = i if 2 * d != P else i[: P // 2]
+        dst = j if 2 * d != P else j[: P // 2]
+        # each pod appears at most twice per shift: accept where both keep a spare port
+        ok = (free[:, src] >= 2) & (free[:, dst] >= 2)
+        ok |= (free[:, src] >= 1) & (free[:, dst] >= 1) & (2 * d == P)
+        hh, kk = np.nonzero(ok)
+        if hh.size == 0:
+            continue
+        B[hh, src[kk], dst[kk]] += 1
+        B[hh, dst[kk], src[kk]] += 1
+        np.subtract.at(free, (hh, src[kk]), 1)
+        np.subtract.at(free, (hh, dst[kk]), 1)
+    return B

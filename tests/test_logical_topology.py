@@ -1,0 +1,162 @@
+"""Logical topology: Theorems 4.1 and 4.2 as property tests, the CP-SAT reference of
+(5)(6)(8) (Fig. 12-style infeasibility), contention reports, backup mesh, input errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lumoscore.errors import ConfigError, InfeasibleError
+from lumoscore.topology import ClusterSpec
+from lumoscore.topology.logical import (
+    backup_mesh,
+    check_logical_topology,
+    design_logical_topology,
+    greedy_spine_assignment,
+    heuristic_decomposition,
+    ilp_logical_topology,
+    theorem_42_condition,
+)
+
+
+def random_L(spec: ClusterSpec, rng: np.random.Generator, row_max: int, fill: float) -> np.ndarray:
+    """Random symmetric cross-pod demand with row sums <= row_max (about ``fill`` full)."""
+    n, per = spec.leaves, spec.leaves_per_pod
+    L = np.zeros((n, n), np.int64)
+    rows = np.zeros(n, np.int64)
+    for _ in range(int(fill * n * row_max)):
+        a, b = rng.integers(0, n, 2)
+        if a // per == b // per or rows[a] >= row_max or rows[b] >= row_max:
+            continue
+        k = int(rng.integers(1, 1 + min(row_max - rows[a], row_max - rows[b])))
+        L[a, b] += k
+        L[b, a] += k
+        rows[a] += k
+        rows[b] += k
+    return L
+
+
+SPECS = st.builds(
+    ClusterSpec,
+    pods=st.integers(2, 6),
+    k_leaf=st.sampled_from([2, 4, 8]),
+    k_spine=st.sampled_from([2, 4, 8]),
+    tau=st.just(2),
+    gpus_per_server=st.just(1),
+    ocs_ports=st.just(8),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(SPECS, st.integers(0, 2**32 - 1), st.floats(0.2, 3.0))
+def test_theorem_41_tau2(spec: ClusterSpec, seed: int, fill: float) -> None:
+    L = random_L(spec, np.random.default_rng(seed), spec.k_leaf, fill)
+    topo = heuristic_decomposition(L, spec)
+    assert check_logical_topology(L, topo, spec) == []
+    assert topo.contention_free
+    assert topo.C.sum() == L.sum()
+    assert (topo.C.transpose(0, 2, 1) == topo.C).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(2, 6),
+    st.sampled_from([2, 4, 8]),
+    st.sampled_from([2, 4]),
+    st.integers(0, 2**32 - 1),
+    st.floats(0.2, 3.0),
+)
+def test_tau1_heuristic_contention_at_most_2_and_theorem_42(
+    pods: int, k_leaf: int, k_spine: int, seed: int, fill: float
+) -> None:
+    spec = ClusterSpec(pods=pods, k_leaf=k_leaf, k_spine=k_spine, tau=1, gpus_per_server=1)
+    rng = np.random.default_rng(seed)
+    L = random_L(spec, rng, spec.k_leaf, fill)
+    hd = heuristic_decomposition(L, spec)
+    msgs = check_logical_topology(L, hd, spec)
+    assert not [m for m in msgs if m.startswith(("(5)", "(8)"))]
+    assert hd.leaf_contention.max(initial=0) <= 2
+    # Theorem 4.2: row sums <= K_leaf / 2 -> the greedy is contention-free
+    L2 = random_L(spec, rng, spec.k_leaf // 2, fill)
+    assert theorem_42_condition(L2, spec)
+    g = greedy_spine_assignment(L2, spec)
+    assert check_logical_topology(L2, g, spec) == []
+    auto = design_logical_topology(L2, spec)
+    assert auto.method == "greedy" and auto.contention_free
+
+
+def test_fig12_triangle_ilp_infeasible_tau1() -> None:
+    # three pods, one active leaf each, every leaf talks to the other two; K_leaf = 2, tau = 1:
+    # each leaf must use both spines once, i.e. 2-edge-colour a triangle -> impossible.
+    spec = ClusterSpec(pods=3, k_leaf=2, k_spine=2, tau=1, gpus_per_server=1)
+    L = np.zeros((6, 6), np.int64)
+    for x, y in [(0, 2), (2, 4), (0, 4)]:
+        L[x, y] = L[y, x] = 1
+    assert not theorem_42_condition(L, spec)
+    with pytest.raises(InfeasibleError):
+        ilp_logical_topology(L, spec)
+    best = design_logical_topology(L, spec)
+    assert best.max_contention == 2 and check_logical_topology(L, best, spec)[0].startswith("(6)")
+    # with tau = 2 (one spine reached over 2 links per leaf) the same demand is feasible
+    spec2 = ClusterSpec(pods=3, k_leaf=2, k_spine=2, tau=2, gpus_per_server=1)
+    L2 = np.zeros((3, 3), np.int64) + 1 - np.eye(3, dtype=np.int64)
+    assert check_logical_topology(L2, ilp_logical_topology(L2, spec2), spec2) == []
+    assert check_logical_topology(L2, heuristic_decomposition(L2, spec2), spec2) == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1, 2]))
+def test_ilp_agrees_with_algorithms(seed: int, tau: int) -> None:
+    spec = ClusterSpec(pods=3, k_leaf=2 * tau, k_spine=2 * tau, tau=tau, gpus_per_server=1)
+    rng = np.random.default_rng(seed)
+    L = random_L(spec, rng, spec.k_leaf, 1.0)
+    algo = design_logical_topology(L, spec)
+    try:
+        ilp = ilp_logical_topology(L, spec)
+    except InfeasibleError:
+        assert tau == 1 and not algo.contention_free  # an algorithm never beats a proof
+        return
+    assert check_logical_topology(L, ilp, spec) == []
+    if tau == 2:
+        assert algo.contention_free
+
+
+def test_failed_links_respected_by_greedy() -> None:
+    spec = ClusterSpec(pods=2, k_leaf=4, k_spine=2, tau=1, gpus_per_server=1)
+    L = np.zeros((4, 4), np.int64)
+    L[0, 2] = L[2, 0] = 2
+    cap = np.ones((4, 4), np.int64)
+    cap[0, :2] = 0  # leaf 0 lost its links to spines 0 and 1
+    t = design_logical_topology(L, spec, capacity=cap)
+    assert t.method == "greedy" and t.contention_free
+    assert set(t.h[t.a == 0].tolist()) == {2, 3}
+
+
+def test_backup_mesh() -> None:
+    spec = ClusterSpec(pods=6, k_leaf=2, k_spine=8, tau=2, gpus_per_server=1)
+    C = np.zeros((1, 6, 6), np.int64)
+    C[0, 0, 1] = C[0, 1, 0] = 8  # pods 0, 1 full
+    B = backup_mesh(C, spec)
+    assert (B.transpose(0, 2, 1) == B).all()
+    assert ((C + B).sum(axis=2) <= spec.k_spine).all()
+    others = np.ix_([0], range(2, 6), range(2, 6))
+    assert (B[others] == 1 - np.eye(4, dtype=np.int64)).all()  # full mesh among pods 2..5
+    assert B[0, :2].sum() == 0
+
+
+def test_input_errors() -> None:
+    spec = ClusterSpec(pods=2, k_leaf=2, k_spine=4, tau=2, gpus_per_server=1)
+    L = np.zeros((4, 4), np.int64)
+    L[0, 1] = L[1, 0] = 1  # leaves 0, 1 share pod 0
+    with pytest.raises(ConfigError, match="inside a pod"):
+        heuristic_decomposition(L, spec)
+    L = np.zeros((4, 4), np.int64)
+    L[0, 2] = 1
+    with pytest.raises(ConfigError, match="symmetric"):
+        heuristic_decomposition(L, spec)
+    with pytest.raises(ConfigError, match="shape"):
+        heuristic_decomposition(np.zeros((3, 3)), spec)
+    with pytest.raises(ConfigError, match="method"):
+        design_logical_topology(np.zeros((4, 4)), spec, method="magic")
