@@ -209,6 +209,7 @@ def maxmin_rates(
         cap_f,
         1.0 + eps,
         rtol,
+        np.ones(n_flows, dtype=np.bool_),
     )
     return MaxMinResult(rates, int(levels), eps, bottleneck)
 
@@ -226,22 +227,29 @@ def _fill(
     cap_f: FloatArray,
     grow: float,
     rtol: float,
+    alive: NDArray[np.bool_],
 ) -> tuple[FloatArray, NDArray[np.int64], int]:  # pragma: no cover - compiled
+    """Progressive filling over the flows with ``alive[f]``; the others get rate 0."""
     n_flows = f_ptr.size - 1
     n_links = cap.size
     n_act = np.zeros(n_links)
     for f in range(n_flows):
+        if not alive[f]:
+            continue
         for k in range(f_ptr[f], f_ptr[f + 1]):
             n_act[f_idx[k]] += f_val[k] * w[f]
     floor = n_act * 1e-12
     load = np.zeros(n_links)
     is_open = (n_act > 0.0) & np.isfinite(cap)
-    active = np.ones(n_flows, dtype=np.bool_)
+    active = alive.copy()
     rates = np.zeros(n_flows)
     bott = np.full(n_flows, -1, dtype=np.int64)
     by_cap = np.argsort(cap_f)
     next_cap = 0
-    left = n_flows
+    left = 0
+    for f in range(n_flows):
+        if alive[f]:
+            left += 1
     levels = 0
     sat = np.empty(n_links, dtype=np.int64)
     while left > 0:
@@ -296,3 +304,116 @@ def _fill(
                         n_act[l2] = 0.0
                         is_open[l2] = False
     return rates, bott, levels
+
+
+@numba.njit(cache=True)
+def _transpose(
+    f_ptr: NDArray[np.int64], f_idx: NDArray[np.int64], n_links: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:  # pragma: no cover - compiled
+    """Link -> flows CSR of a flow -> links CSR (counting sort, O(nnz))."""
+    t_ptr = np.zeros(n_links + 1, dtype=np.int64)
+    for k in range(f_idx.size):
+        t_ptr[f_idx[k] + 1] += 1
+    for l in range(n_links):
+        t_ptr[l + 1] += t_ptr[l]
+    fill = t_ptr[:-1].copy()
+    t_idx = np.empty(f_idx.size, dtype=np.int64)
+    for f in range(f_ptr.size - 1):
+        for k in range(f_ptr[f], f_ptr[f + 1]):
+            l = f_idx[k]
+            t_idx[fill[l]] = f
+            fill[l] += 1
+    return t_ptr, t_idx
+
+
+@numba.njit(cache=True)
+def fluid_rates(
+    f_ptr: NDArray[np.int64],
+    f_idx: NDArray[np.int64],
+    weight: FloatArray,
+    capacity: FloatArray,
+    alive: NDArray[np.bool_],
+) -> FloatArray:  # pragma: no cover - compiled
+    """Exact max-min rates of the ``alive`` weighted flows of a 0/1 route CSR."""
+    t_ptr, t_idx = _transpose(f_ptr, f_idx, capacity.size)
+    ones_f = np.ones(f_idx.size)
+    ones_t = np.ones(t_idx.size)
+    cap_f = np.full(weight.size, np.inf)
+    rates, _, _ = _fill(
+        f_ptr, f_idx, ones_f, t_ptr, t_idx, ones_t, capacity, weight, cap_f, 1.0, 1e-12, alive
+    )
+    return rates
+
+
+@numba.njit(cache=True)
+def fluid_run(
+    f_ptr: NDArray[np.int64],
+    f_idx: NDArray[np.int64],
+    weight: FloatArray,
+    size: FloatArray,
+    remaining: FloatArray,
+    capacity: FloatArray,
+    until_s: float,
+    done_rtol: float,
+) -> tuple[float, FloatArray]:  # pragma: no cover - compiled
+    """Fluid model of flows starting together: run until all finish or ``until_s`` passes.
+
+    Returns the elapsed time and the remaining size of every flow.
+    """
+    rem = remaining.copy()
+    n = weight.size
+    alive = np.zeros(n, dtype=np.bool_)
+    for f in range(n):
+        if rem[f] > size[f] * done_rtol:
+            alive[f] = True
+        else:
+            rem[f] = 0.0
+    t_ptr, t_idx = _transpose(f_ptr, f_idx, capacity.size)
+    ones_f = np.ones(f_idx.size)
+    ones_t = np.ones(t_idx.size)
+    cap_f = np.full(n, np.inf)
+    t = 0.0
+    while t < until_s:
+        any_alive = False
+        for f in range(n):
+            if alive[f]:
+                any_alive = True
+                break
+        if not any_alive:
+            break
+        rates, _, _ = _fill(
+            f_ptr,
+            f_idx,
+            ones_f,
+            t_ptr,
+            t_idx,
+            ones_t,
+            capacity,
+            weight,
+            cap_f,
+            1.0,
+            1e-12,
+            alive,
+        )
+        dt = np.inf
+        for f in range(n):
+            if alive[f]:
+                v = rem[f] / rates[f]
+                if v < dt:
+                    dt = v
+        if t + dt > until_s:
+            for f in range(n):
+                if alive[f]:
+                    rem[f] -= rates[f] * (until_s - t)
+                    if rem[f] < 0.0:
+                        rem[f] = 0.0
+            t = until_s
+            break
+        t += dt
+        for f in range(n):
+            if alive[f]:
+                rem[f] -= rates[f] * dt
+                if rem[f] <= size[f] * done_rtol + rates[f] * dt * 1e-12:
+                    rem[f] = 0.0
+                    alive[f] = False
+    return t, rem

@@ -1,0 +1,165 @@
+"""The fabric interface every network model implements for the simulator.
+
+A fabric is a set of directed links with capacities and a routing function. Routes are
+computed for many flows at once and returned in CSR form: flow ``f`` crosses links
+``indices[indptr[f]:indptr[f + 1]]``. Every GPU has one NIC uplink (GPU -> network) and one NIC
+downlink (network -> GPU) at the port speed, so a flow's route starts with its source's uplink
+and ends with its destination's downlink. Flows between two GPUs of one server never reach the
+network (NVLink) and must not be routed.
+
+Fabrics are plain objects with no global state; two simulations can hold two fabrics.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.topology.cluster import ClusterSpec
+
+__all__ = ["Fabric", "Routes", "check_positive", "geometry_spec"]
+
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Routes:
+    """Links of many flows in CSR form (``indptr`` has one entry more than there are flows)."""
+
+    indptr: IntArray
+    indices: IntArray
+
+    def __post_init__(self) -> None:
+        if self.indptr.ndim != 1 or self.indptr.size == 0 or self.indptr[0] != 0:
+            raise PreconditionError("Routes.indptr must be a 1-D array starting at 0")
+        if self.indptr[-1] != self.indices.size:
+            raise PreconditionError("Routes.indptr[-1] must equal len(indices)")
+
+    @property
+    def n_flows(self) -> int:
+        """Number of routed flows."""
+        return int(self.indptr.size - 1)
+
+    def links_of(self, f: int) -> IntArray:
+        """Links of flow ``f``."""
+        return self.indices[self.indptr[f] : self.indptr[f + 1]]
+
+    @classmethod
+    def from_columns(cls, *cols: IntArray) -> Routes:
+        """Routes whose flows all cross the same number of links, one column per hop."""
+        n = int(cols[0].size)
+        mat = np.stack([np.asarray(c, dtype=np.int64) for c in cols], axis=1)
+        return cls(np.arange(0, n * len(cols) + 1, len(cols), dtype=np.int64), mat.ravel())
+
+
+def geometry_spec(
+    gpus: int, gpus_per_leaf: int, gpus_per_server: int, port_gbps: float
+) -> ClusterSpec:
+    """A :class:`ClusterSpec` with the server and leaf arithmetic of a non-LumosCore fabric.
+
+    Traffic generation needs only ``gpu -> server`` and ``gpu -> leaf``; this spec has one
+    leaf per "pod" (``k_leaf = gpus_per_leaf``, ``k_spine = tau = 2``) so that arithmetic is
+    exact for any electrical fabric whose leaves hold ``gpus_per_leaf`` GPUs.
+
+    Examples
+    --------
+    >>> s = geometry_spec(4096, 16, 8, 1600)
+    >>> s.gpus, s.k_leaf, int(s.leaf_of_gpu(40))
+    (4096, 16, 2)
+    """
+    if gpus_per_leaf < 1 or gpus_per_leaf % gpus_per_server or gpus_per_leaf % 2:
+        raise ConfigError(
+            f"gpus_per_leaf={gpus_per_leaf} must be an even multiple of "
+            f"gpus_per_server={gpus_per_server}"
+        )
+    if gpus < 1 or gpus % gpus_per_leaf:
+        raise ConfigError(f"gpus={gpus} must be a positive multiple of {gpus_per_leaf} (a leaf)")
+    leaves = gpus // gpus_per_leaf
+    return ClusterSpec(
+        pods=leaves,
+        k_leaf=gpus_per_leaf,
+        k_spine=2,
+        tau=2,
+        gpus_per_server=gpus_per_server,
+        ocs_ports=leaves,
+        port_gbps=port_gbps,
+    )
+
+
+class Fabric(ABC):
+    """A network the simulator can route flows over.
+
+    Subclasses set :attr:`name`, :attr:`spec` (the geometry used to build traffic: GPUs per
+    server and per leaf), :attr:`capacity_bps` (one entry per link) and implement
+    :meth:`routes`. GPU ``g``'s NIC uplink is link ``g`` and its downlink is link ``gpus + g``.
+    """
+
+    name: str
+    spec: ClusterSpec
+    capacity_bps: NDArray[np.float64]
+    #: True when jobs never share a link above their NICs (routes depend only on the job).
+    isolating: bool = False
+
+    @property
+    def gpus(self) -> int:
+        """GPUs attached to the fabric."""
+        return self.spec.gpus
+
+    @property
+    def n_links(self) -> int:
+        """Number of directed links."""
+        return int(self.capacity_bps.size)
+
+    @property
+    def port_gbps(self) -> float:
+        """Speed of a GPU NIC port."""
+        return self.spec.port_gbps
+
+    def _check_endpoints(self, src: IntArray, dst: IntArray) -> None:
+        if src.shape != dst.shape:
+            raise PreconditionError(f"src and dst shapes differ: {src.shape} vs {dst.shape}")
+        if src.size:
+            lo, hi = min(src.min(), dst.min()), max(src.max(), dst.max())
+            if lo < 0 or hi >= self.gpus:
+                raise PreconditionError(f"GPU ids must be in [0, {self.gpus}), got {lo}..{hi}")
+            gps = self.spec.gpus_per_server
+            if np.any(src // gps == dst // gps):
+                raise PreconditionError("intra-server flows must not be routed (NVLink)")
+
+    @abstractmethod
+    def routes(
+        self, src: IntArray, dst: IntArray, flow_key: IntArray, *, job_id: int = 0
+    ) -> Routes:
+        """Links of each flow ``src[i] -> dst[i]``.
+
+        ``flow_key`` identifies each flow (its 5-tuple stand-in: hashed by ECMP); ``job_id``
+        lets fabrics that plan routes per job (LumosCore, vClos) find the job's plan.
+        """
+
+    def admit(self, job_id: int, gpus: IntArray) -> float:
+        """Hook called when a job starts on ``gpus``; returns a start delay in seconds
+        (e.g. an OCS reconfiguration). Default: nothing to do, no delay."""
+        return 0.0
+
+    def release(self, job_id: int) -> None:
+        """Hook called when a job finishes. Default: nothing to do."""
+        return None
+
+    def describe(self) -> dict[str, object]:
+        """Summary for tables and result manifests."""
+        return {
+            "fabric": self.name,
+            "gpus": self.gpus,
+            "links": self.n_links,
+            "port_gbps": self.port_gbps,
+        }
+
+
+def check_positive(name: str, value: float) -> None:
+    """Raise a ConfigError naming ``name`` unless ``value`` > 0."""
+    if not value > 0:
+        raise ConfigError(f"{name} must be > 0, got {value!r}")

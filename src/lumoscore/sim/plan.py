@@ -1,0 +1,142 @@
+"""A started job's network plan: its iteration's rounds routed on a fabric.
+
+Built once when a job starts (its placement and the fabric's routing fix every route), then
+reused for all iterations. A round's flows are GPU-level weighted rows (identical flows between
+the same two GPUs merged), so the NIC of every GPU is modelled exactly.
+
+:func:`solo_progress` runs the fluid model of one round alone on the fabric: all flows start
+together, rates are max-min fair, a flow leaves when its bytes are sent and the others speed up.
+The round ends with its slowest flow (barrier). Alone, a job's iteration time is therefore
+``sum(compute_s + solo_s)`` over its rounds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lumoscore.fabric.base import Fabric
+from lumoscore.sim.maxmin import fluid_run
+from lumoscore.traffic import iteration_flows
+from lumoscore.workload.job import Job
+
+__all__ = ["JobPlan", "RoundPlan", "build_plan", "solo_progress"]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: A flow is done when less than this share of its bytes is left (float round-off guard).
+DONE_RTOL = 1e-9
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    """One routed round: compute, then flows (CSR routes), then a barrier.
+
+    ``bits`` is the size of one flow of each row (capacities are in bit/s).
+    """
+
+    indptr: IntArray
+    indices: IntArray
+    weight: FloatArray
+    bits: FloatArray
+    compute_s: float
+    tag: str
+    solo_s: float
+    ideal_s: float
+
+    @property
+    def n_flows(self) -> int:
+        """Rows (weighted flows) of the round."""
+        return int(self.weight.size)
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """All rounds of one iteration of a placed job, and the links they use."""
+
+    job_id: int
+    rounds: tuple[RoundPlan, ...]
+    links: IntArray
+    iteration_s: float
+
+    @property
+    def ideal_comm_s(self) -> float:
+        """Communication time of one iteration on the ideal network."""
+        return float(sum(r.ideal_s for r in self.rounds))
+
+    @property
+    def solo_comm_s(self) -> float:
+        """Communication time of one iteration alone on this fabric."""
+        return float(sum(r.solo_s for r in self.rounds))
+
+
+def solo_progress(
+    rp: RoundPlan | tuple[IntArray, IntArray, FloatArray, FloatArray],
+    capacity: FloatArray,
+    until_s: float = math.inf,
+    remaining: FloatArray | None = None,
+) -> tuple[float, FloatArray]:
+    """Run a round's flows alone until they finish or ``until_s`` seconds have passed.
+
+    Returns ``(elapsed_s, remaining_bits)``: the time the flows took (``<= until_s``) and the
+    bits each flow of a row still has to send (all zero when the round finished).
+    """
+    if isinstance(rp, RoundPlan):
+        indptr, indices, weight, size = rp.indptr, rp.indices, rp.weight, rp.bits
+    else:
+        indptr, indices, weight, size = rp
+    rem = size if remaining is None else remaining
+    t, out = fluid_run(
+        indptr,
+        indices,
+        weight,
+        size.astype(float),
+        rem.astype(float),
+        capacity,
+        float(until_s),
+        DONE_RTOL,
+    )
+    return float(t), out
+
+
+def build_plan(job: Job, gpus: IntArray, fabric: Fabric) -> JobPlan:
+    """Route every round of one iteration of ``job`` placed on ``gpus`` (rank order)."""
+    schedule = iteration_flows(
+        job, gpus, fabric.spec, aggregate=True, key="gpu", port_gbps=fabric.port_gbps
+    )
+    cap = fabric.capacity_bps
+    rounds = []
+    all_links = []
+    base_key = int(job.job_id) << 32
+    for r, rnd in enumerate(schedule):
+        f = rnd.flows
+        src = np.asarray(f.src, dtype=np.int64)
+        dst = np.asarray(f.dst, dtype=np.int64)
+        keys = base_key + (r << 20) + np.arange(src.size, dtype=np.int64)
+        routes = fabric.routes(src, dst, keys, job_id=job.job_id)
+        weight = np.asarray(f.weight, dtype=float)
+        size = np.asarray(f.bytes, dtype=float) * 8.0
+        solo_s = 0.0
+        if size.size and size.max() > 0:
+            solo_s, _ = solo_progress((routes.indptr, routes.indices, weight, size), cap)
+        ideal = rnd.ideal_s if rnd.ideal_s is not None else solo_s
+        rounds.append(
+            RoundPlan(
+                routes.indptr,
+                routes.indices,
+                weight,
+                size,
+                float(rnd.compute_s),
+                rnd.tag,
+                float(solo_s),
+                float(ideal),
+            )
+        )
+        all_links.append(routes.indices)
+    links = np.unique(np.concatenate(all_links)) if all_links else np.zeros(0, np.int64)
+    iteration_s = float(sum(r.compute_s + r.solo_s for r in rounds))
+    return JobPlan(int(job.job_id), tuple(rounds), links, iteration_s)

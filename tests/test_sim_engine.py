@@ -1,0 +1,158 @@
+"""The simulator against closed forms, its own slow path, and the queue policies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lumoscore.errors import ConfigError
+from lumoscore.fabric import BestFabric, Fabric, Routes, geometry_spec
+from lumoscore.sim.engine import Simulator
+from lumoscore.sim.fluid import FluidSet
+from lumoscore.sim.plan import build_plan, solo_progress
+from lumoscore.traffic.collectives import ring_allreduce
+from lumoscore.workload import Job, generate_trace
+
+
+class BottleneckFabric(Fabric):
+    """NICs plus one shared core link that every inter-leaf flow crosses (a dumbbell)."""
+
+    def __init__(self, gpus: int, port_gbps: float = 100.0, core_gbps: float = 100.0) -> None:
+        self.name = "bottleneck"
+        self.spec = geometry_spec(gpus, 16, 8, port_gbps)
+        self.capacity_bps = np.concatenate([np.full(2 * gpus, port_gbps * 1e9), [core_gbps * 1e9]])
+
+    def routes(self, src, dst, flow_key, *, job_id=0):
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        self._check_endpoints(src, dst)
+        cross = src // 16 != dst // 16
+        lens = np.where(cross, 3, 2)
+        indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        idx = np.empty(int(indptr[-1]), dtype=np.int64)
+        idx[indptr[:-1]] = src
+        idx[indptr[1:] - 1] = self.gpus + dst
+        idx[indptr[:-1][cross] + 1] = 2 * self.gpus
+        return Routes(indptr, idx)
+
+
+def job(i: int, arrival: float, gpus: int, *, pp: int = 1, ep: int = 8, duration=100.0) -> Job:
+    return Job(
+        job_id=i,
+        arrival_s=arrival,
+        gpus=gpus,
+        model="llama_7b",
+        tp=8,
+        pp=pp,
+        dp=gpus // 8 // pp,
+        ep=ep,
+        iterations=4,
+        duration_s=duration,
+    )
+
+
+def test_one_job_on_best_runs_its_ideal_time() -> None:
+    j = job(0, 5.0, 64, pp=2, ep=16, duration=1234.5)
+    res = Simulator(BestFabric(gpus=64), [j]).run()
+    row = res.jobs.iloc[0]
+    assert row.start_s == 5.0 and row.jwt_s == 0.0
+    assert row.jrt_s == pytest.approx(1234.5, rel=1e-12)
+    assert row.contention_level == pytest.approx(1.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 24), size=st.floats(1e3, 1e9))
+def test_ring_allreduce_closed_form(n: int, size: float) -> None:
+    # 2(N-1) steps of S/N on a non-blocking fabric: 2(N-1)/N * S/B (GPUs on distinct servers)
+    fab = BestFabric(gpus=8 * n, port_gbps=400)
+    ranks = np.arange(n) * 8
+    total = 0.0
+    for rnd in ring_allreduce(ranks, size):
+        f = rnd.flows
+        routes = fab.routes(f.src, f.dst, np.arange(len(f.src)))
+        t, _ = solo_progress(
+            (routes.indptr, routes.indices, np.asarray(f.weight, float), np.asarray(f.bytes) * 8.0),
+            fab.capacity_bps,
+        )
+        total += t
+    assert total == pytest.approx(2 * (n - 1) / n * size * 8 / 400e9, rel=1e-9)
+
+
+def test_two_flows_on_one_link_get_half_each() -> None:
+    fab = BottleneckFabric(gpus=32, port_gbps=100, core_gbps=100)
+    fs = FluidSet(fab.capacity_bps)
+    r = fab.routes(np.array([0, 8]), np.array([16, 24]), np.array([0, 1]))
+    from lumoscore.sim.plan import RoundPlan
+
+    rp = RoundPlan(r.indptr, r.indices, np.ones(2), np.array([8e9, 8e9]), 0.0, "x", 0.0, 0.0)
+    fs.add(0, rp)
+    dt = fs.solve()
+    assert np.allclose(fs.rates, 50e9)
+    assert dt == pytest.approx(8e9 / 50e9)
+
+
+def test_contending_identical_jobs_double_their_communication() -> None:
+    # Two identical DP-only jobs spanning two leaves start together: every round's flows
+    # cross the core link together, so each round's communication takes twice as long.
+    fab = BottleneckFabric(gpus=64, port_gbps=100, core_gbps=100)
+    a, b = job(0, 0.0, 32), job(1, 0.0, 32)
+    solo = Simulator(fab, [a]).run().jobs.iloc[0]
+    both = Simulator(fab, [a, b]).run().jobs
+    plan = build_plan(a, np.arange(32), fab)
+    comm = a.iterations * plan.solo_comm_s
+    assert comm > 0
+    # job b is placed on GPUs 32..63: its ring crosses the core link like job a's
+    for _, row in both.iterrows():
+        assert row.jrt_s == pytest.approx(solo.jrt_s + comm, rel=1e-9)
+        assert row.contention_level == pytest.approx(2.0 * plan.solo_comm_s / plan.ideal_comm_s)
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), beta=st.sampled_from([5.0, 40.0, 300.0]))
+def test_isolation_fast_path_equals_round_by_round(seed: int, beta: float) -> None:
+    rng = np.random.default_rng(seed)
+    jobs = []
+    t = 0.0
+    for i in range(8):
+        t += float(rng.exponential(beta))
+        g = int(rng.choice([8, 16, 32, 48]))
+        jobs.append(job(i, t, g, duration=float(rng.uniform(50, 400))))
+    fab = BottleneckFabric(gpus=96, port_gbps=100, core_gbps=float(rng.choice([50, 100, 400])))
+    fast = Simulator(fab, jobs).run().jobs
+    slow = Simulator(fab, jobs, isolation=False).run().jobs
+    for col in ("start_s", "finish_s", "jrt_s", "contention_level"):
+        assert np.allclose(fast[col], slow[col], rtol=1e-9, atol=1e-6), col
+
+
+def test_fifo_blocks_and_backfill_does_not() -> None:
+    jobs = [job(0, 0.0, 48), job(1, 1.0, 32), job(2, 2.0, 16)]
+    fifo = Simulator(BestFabric(gpus=64), jobs, queue="fifo").run().jobs.set_index("job_id")
+    back = Simulator(BestFabric(gpus=64), jobs, queue="backfill").run().jobs.set_index("job_id")
+    assert fifo.loc[2, "start_s"] == fifo.loc[1, "start_s"] > 2.0  # 2 waits behind 1
+    assert back.loc[2, "start_s"] == 2.0  # 2 fits beside 0 and backfills
+    smallest = Simulator(BestFabric(gpus=64), jobs, queue="smallest-first").run().jobs
+    assert smallest.set_index("job_id").loc[2, "start_s"] == 2.0
+
+
+def test_results_are_deterministic_and_complete(tmp_path) -> None:
+    tr = generate_trace("lumoscore-paper", 60, seed=3, cluster_gpus=512, beta_s=500)
+    fab = BottleneckFabric(gpus=512, port_gbps=200, core_gbps=800)
+    a = Simulator(fab, tr.jobs).run()
+    b = Simulator(fab, tr.jobs).run()
+    assert a.jobs.equals(b.jobs)
+    j = a.jobs
+    assert j["finish_s"].notna().all()
+    assert (j["jwt_s"] >= 0).all() and (j["jrt_s"] >= j["ideal_jrt_s"] * (1 - 1e-9)).all()
+    assert np.allclose(j["jct_s"], j["jwt_s"] + j["jrt_s"])
+    out = a.write(tmp_path / "run")
+    for name in ("jobs.parquet", "jobs.csv", "queue.csv", "summary.json"):
+        assert (out / name).exists()
+
+
+def test_too_big_jobs_are_rejected_and_bad_policy_named() -> None:
+    res = Simulator(BestFabric(gpus=16), [job(0, 0.0, 32)]).run()
+    assert bool(res.jobs["rejected"].iloc[0]) and res.summary["rejected"] == 1
+    with pytest.raises(ConfigError, match="allowed: fifo"):
+        Simulator(BestFabric(gpus=16), [], queue="lifo")
