@@ -1,0 +1,414 @@
+"""Folded n-tier Clos (fat tree) fabrics of radix-R switches, 2 to 4 tiers.
+
+Structure (LumosCore §2.1 and Table 1; ``lumoscore.hardware.sizing.clos_max_gpus``). With
+``k = R/2``:
+
+* a **leaf** (tier 1) has ``u = ceil(R / (o + 1))`` uplinks (``u = k`` when non-blocking,
+  ``o = 1``) and ``d = R - u`` GPU ports;
+* a tier-``s`` **block** ``B_s`` is ``k`` copies of ``B_{s-1}`` plus ``u k^(s-2)`` tier-``s``
+  switches (``B_1`` = one leaf); each tier-``s`` switch below the top has ``k`` down ports (one
+  to each sub-block) and ``k`` up ports;
+* the **top** tier ``n`` has ``u k^(n-2)`` switches of ``2k`` down ports joining ``2k`` blocks
+  ``B_{n-1}``; the full build has ``2 k^(n-1)`` leaves and ``2 k^(n-1) d`` GPUs.
+
+A switch of tier ``s`` is named by its block and its **column** ``c`` in ``[0, u k^(s-2))``:
+up-port ``p`` of the tier-``s`` switch of column ``c`` reaches the tier-``(s+1)`` switch of
+column ``c k + p`` of the parent block (a leaf has column 0). The column of a tier-``s`` switch
+is therefore the mixed-radix number of the up-ports taken to reach it, and the way down from a
+switch is unique: to column ``c // k`` of the destination's sub-block.
+
+Smaller clusters use the first leaves (and the blocks holding them); all top switches are kept.
+
+Numbering (all by index arithmetic):
+
+* tier-``s`` switch id = ``block * u k^(s-2) + column`` (leaf id = leaf index), blocks numbered
+  from 0 in leaf order; tier-``s`` blocks below the top hold ``k^(s-1)`` leaves;
+* links: ``[0, G)`` NIC uplinks (GPU ``g`` -> its leaf), ``[G, 2G)`` NIC downlinks; then for each
+  boundary ``s = 1 .. n-1`` (tier ``s`` <-> tier ``s+1``) a block of up links and a block of
+  down links: up link ``off_up[s] + switch * P_s + p`` (``P_1 = u``, ``P_s = k``) goes from
+  tier-``s`` switch ``switch`` through its up-port ``p``; the down link of the same cable is
+  ``off_down[s] + switch * P_s + p`` (``off_down[s] = off_up[s] + count``).
+
+A flow between leaves ``a`` and ``b`` climbs to the lowest tier ``h`` whose block holds both
+(``h = 1``: same leaf, 2 links; 4, 6, 8 links for ``h = 2, 3, 4``); the routing policy
+(:mod:`lumoscore.fabric.routing`) picks the up-port at each tier ``1 .. h-1``.
+
+**Rail-optimized** (``rail_optimized=True``, Qian et al. 2024, Alibaba HPN): within every pod
+(tier-2 block of ``k`` leaves) the leaves form rail groups of ``gpus_per_server`` leaves; the
+``d`` servers of a rail group attach GPU ``i`` of every server to rail leaf ``i`` of the group.
+GPU ``g`` (server ``v = g // gps``, rail ``i = g % gps``) sits on leaf
+``(v // d) * gps + i``, port ``v % d``. Same-rail traffic of a rail group stays in one leaf;
+cross-rail traffic climbs to tier 2. The fabric's ``spec`` then has one "leaf" per rail group
+(``d * gps`` consecutive GPUs, the servers that share a set of rail leaves).
+
+Examples
+--------
+>>> import numpy as np
+>>> fab = ClosFabric(gpus=128, port_gbps=400, radix=8, tiers=3, gpus_per_server=2)
+>>> fab.describe()["switches_per_tier"]
+[32, 32, 16]
+>>> r = fab.routes(np.array([0, 0, 0]), np.array([3, 4, 127]), np.array([1, 2, 3]))
+>>> np.diff(r.indptr).tolist()
+[2, 4, 6]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from numpy.typing import NDArray
+
+from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.fabric.base import Fabric, IntArray, Routes, check_positive, geometry_spec
+from lumoscore.fabric.hashing import flow_key_words, murmur3_32
+from lumoscore.fabric.routing import (
+    ROUTING_MODES,
+    balanced_ports,
+    ecmp_ports,
+    probe_ports,
+)
+from lumoscore.hardware.sizing import clos_max_gpus
+
+__all__ = ["ClosFabric"]
+
+
+class ClosFabric(Fabric):
+    """A folded ``tiers``-tier fat tree of radix-``radix`` switches (see the module docstring).
+
+    Parameters
+    ----------
+    gpus : int
+        GPUs attached (the first leaves are used); at most the full build.
+    port_gbps : float
+        Speed of every port (NICs and switch links).
+    radix : int
+        Ports per switch (even, >= 4).
+    tiers : int
+        Switch tiers, 2 (leaf-spine) to 4.
+    oversubscription : float
+        Leaf downlink : uplink ratio ``o`` (>= 1); the leaf keeps ``ceil(radix / (o + 1))``
+        uplinks.
+    gpus_per_server : int
+        GPUs per server (NVLink domain); a leaf holds whole servers.
+    routing : str
+        One of :data:`~lumoscore.fabric.routing.ROUTING_MODES`.
+    rail_optimized : bool
+        Rail-optimized intra-pod wiring (GPU ``i`` of each server on rail leaf ``i``).
+    polarized : bool
+        ECMP only: use the same hash seed at every tier (shows hash polarization) instead of
+        independent per-tier seeds.
+    seed : int
+        Seeds the per-tier hash seeds.
+    name : str, optional
+        Fabric name (default ``clos-<n>tier-r<R>``).
+
+    Examples
+    --------
+    >>> fab = ClosFabric(gpus=32, port_gbps=800, radix=8, tiers=2, gpus_per_server=2)
+    >>> fab.n_links, fab.gpus_per_leaf, fab.full_gpus
+    (128, 4, 32)
+    """
+
+    def __init__(
+        self,
+        gpus: int,
+        port_gbps: float,
+        radix: int,
+        tiers: int,
+        *,
+        oversubscription: float = 1.0,
+        gpus_per_server: int = 8,
+        routing: str = "ecmp",
+        rail_optimized: bool = False,
+        polarized: bool = False,
+        seed: int = 0,
+        name: str | None = None,
+    ) -> None:
+        check_positive("port_gbps", port_gbps)
+        if not (isinstance(radix, int | np.integer) and radix >= 4 and radix % 2 == 0):
+            raise ConfigError(f"radix must be an even integer >= 4, got {radix!r}")
+        if tiers not in (2, 3, 4):
+            raise ConfigError(f"tiers must be 2, 3 or 4, got {tiers!r}")
+        if not (oversubscription >= 1 and math.isfinite(oversubscription)):
+            raise ConfigError(f"oversubscription must be a ratio >= 1, got {oversubscription!r}")
+        if routing not in ROUTING_MODES:
+            raise ConfigError(f"routing={routing!r} unknown; allowed: {', '.join(ROUTING_MODES)}")
+        if gpus_per_server < 1:
+            raise ConfigError(f"gpus_per_server must be >= 1, got {gpus_per_server}")
+        R, n, gps = int(radix), int(tiers), int(gpus_per_server)
+        k = R // 2
+        u = math.ceil(R / (oversubscription + 1) - 1e-9)
+        d = R - u
+        self.radix, self.tiers, self.k = R, n, k
+        self.uplinks, self.downlinks = u, d
+        self.oversubscription = float(oversubscription)
+        self.routing = routing
+        self.rail_optimized = bool(rail_optimized)
+        self.polarized = bool(polarized)
+        self.seed = int(seed)
+        full_leaves = 2 * k ** (n - 1)
+        if self.rail_optimized:
+            if k % gps:
+                raise ConfigError(
+                    f"rail_optimized needs gpus_per_server={gps} to divide the {k} leaves of a "
+                    f"pod (radix={R})"
+                )
+            self.gpus_per_leaf = d
+            group = d * gps  # GPUs of one rail group (consecutive servers)
+            if gpus < 1 or gpus % group:
+                raise ConfigError(
+                    f"gpus={gpus} must be a positive multiple of a rail group "
+                    f"({d} servers x {gps} GPUs = {group})"
+                )
+            leaves = gpus // group * gps
+            spec_leaf = group
+        else:
+            gpl = d // gps * gps
+            if gpl < 1:
+                raise ConfigError(
+                    f"a leaf has {d} GPU ports, fewer than gpus_per_server={gps} "
+                    f"(radix={R}, oversubscription={oversubscription:g})"
+                )
+            self.gpus_per_leaf = gpl
+            if gpus < 1 or gpus % gpl:
+                raise ConfigError(f"gpus={gpus} must be a positive multiple of {gpl} (a leaf)")
+            leaves = gpus // gpl
+            spec_leaf = gpl
+        self.full_gpus = full_leaves * self.gpus_per_leaf
+        if leaves > full_leaves:
+            raise ConfigError(
+                f"gpus={gpus} exceeds the full {n}-tier build of radix {R} "
+                f"({self.full_gpus} GPUs; clos_max_gpus={clos_max_gpus(R, n, oversubscription)})"
+            )
+        self.leaves = leaves
+        self.name = name or f"clos-{n}tier-r{R}"
+        self.spec = geometry_spec(gpus, spec_leaf, gps, port_gbps)
+
+        # Per tier s = 1..n (index s): switches per block, leaves per block, blocks, switches.
+        self._w = [0] + [1] + [u * k ** (s - 2) for s in range(2, n + 1)]
+        self._span = [0] + [k ** (s - 1) for s in range(1, n)] + [full_leaves]
+        self._blocks = [0] + [-(-leaves // self._span[s]) for s in range(1, n)] + [1]
+        self._nsw = [self._blocks[s] * self._w[s] for s in range(n + 1)]
+        self._ports = [0, u] + [k] * (n - 1)  # up-ports per switch of tier s (s < n)
+        self._off_up = [0] * n
+        self._off_down = [0] * n
+        off = 2 * gpus
+        for s in range(1, n):
+            cnt = self._nsw[s] * self._ports[s]
+            self._off_up[s], self._off_down[s] = off, off + cnt
+            off += 2 * cnt
+        self.capacity_bps = np.full(off, float(port_gbps) * 1e9)
+        seeds = np.random.default_rng(seed).integers(0, 2**32, size=n - 1, dtype=np.uint64)
+        if self.polarized:
+            seeds[:] = seeds[0]
+        self.tier_seeds: tuple[int, ...] = tuple(int(x) for x in seeds)
+        self.isolating = routing == "ideal"
+
+    # ------------------------------------------------------------------ geometry
+    def attachment(self, gpu: IntArray) -> tuple[IntArray, IntArray]:
+        """Leaf and GPU-port index (in its leaf) of each GPU.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> fab = ClosFabric(32, 800, radix=8, tiers=2, gpus_per_server=2, rail_optimized=True)
+        >>> [x.tolist() for x in fab.attachment(np.array([0, 1, 2, 9]))]
+        [[0, 1, 0, 3], [0, 0, 1, 0]]
+        """
+        g = np.asarray(gpu, dtype=np.int64)
+        if self.rail_optimized:
+            gps = self.spec.gpus_per_server
+            server = g // gps
+            d = self.downlinks
+            return (server // d) * gps + g % gps, server % d
+        return g // self.gpus_per_leaf, g % self.gpus_per_leaf
+
+    def link_offsets(self) -> dict[str, list[int]]:
+        """First up-link and down-link id of each boundary ``s = 1 .. n-1`` (tier s <-> s+1)."""
+        return {"up": self._off_up[1:], "down": self._off_down[1:]}
+
+    def link_endpoints(self) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+        """Tail and head of every link as ``(tail_tier, tail_id, head_tier, head_id)``.
+
+        Tier 0 is a GPU (id = GPU index); tiers ``1 .. n`` are switches (id as numbered in the
+        module docstring).
+
+        Examples
+        --------
+        >>> fab = ClosFabric(16, 800, radix=8, tiers=2, gpus_per_server=2)
+        >>> tt, ti, ht, hi = fab.link_endpoints()
+        >>> (int(tt[0]), int(ti[0]), int(ht[0]), int(hi[0]))  # GPU 0's NIC uplink
+        (0, 0, 1, 0)
+        """
+        G = self.gpus
+        leaf, _ = self.attachment(np.arange(G))
+        tails_t, tails_i, heads_t, heads_i = (
+            [np.zeros(G, np.int64), np.ones(G, np.int64)],
+            [np.arange(G), leaf],
+            [np.ones(G, np.int64), np.zeros(G, np.int64)],
+            [leaf, np.arange(G)],
+        )
+        for s in range(1, self.tiers):
+            P = self._ports[s]
+            j = np.arange(self._nsw[s] * P)
+            sw, p = j // P, j % P
+            blk, col = sw // self._w[s], sw % self._w[s]
+            parent_blk = blk // self.k if s + 1 < self.tiers else np.zeros_like(blk)
+            upper = parent_blk * self._w[s + 1] + col * self.k + p
+            lo_t, hi_t = np.full(j.size, s), np.full(j.size, s + 1)
+            tails_t += [lo_t, hi_t]
+            tails_i += [sw, upper]
+            heads_t += [hi_t, lo_t]
+            heads_i += [upper, sw]
+        return tuple(
+            np.concatenate(x).astype(np.int64) for x in (tails_t, tails_i, heads_t, heads_i)
+        )  # type: ignore[return-value]
+
+    def to_networkx(self) -> nx.MultiDiGraph:
+        """The fabric as a directed multigraph; nodes ``("gpu", g)`` and ``("sw", tier, id)``,
+        one edge per link with attributes ``link`` (its id) and ``capacity_bps``.
+
+        Examples
+        --------
+        >>> g = ClosFabric(16, 800, radix=8, tiers=2, gpus_per_server=2).to_networkx()
+        >>> g.number_of_edges(), sum(1 for n in g if n[0] == "sw")
+        (64, 8)
+        """
+        tt, ti, ht, hi = self.link_endpoints()
+
+        def node(t: int, i: int) -> tuple[Any, ...]:
+            return ("gpu", i) if t == 0 else ("sw", t, i)
+
+        graph = nx.MultiDiGraph()
+        for link, (a, b, c, e) in enumerate(
+            zip(tt.tolist(), ti.tolist(), ht.tolist(), hi.tolist(), strict=True)
+        ):
+            graph.add_edge(
+                node(a, b), node(c, e), link=link, capacity_bps=float(self.capacity_bps[link])
+            )
+        return graph
+
+    def describe(self) -> dict[str, object]:
+        """Summary: tiers, radix, leaf ports, switch and link counts per tier, routing."""
+        out = super().describe()
+        out.update(
+            {
+                "tiers": self.tiers,
+                "radix": self.radix,
+                "leaf_uplinks": self.uplinks,
+                "leaf_gpu_ports": self.downlinks,
+                "gpus_per_leaf": self.gpus_per_leaf,
+                "oversubscription": self.oversubscription,
+                "leaves": self.leaves,
+                "full_gpus": self.full_gpus,
+                "switches_per_tier": self._nsw[1:],
+                "links_per_boundary": [
+                    2 * self._nsw[s] * self._ports[s] for s in range(1, self.tiers)
+                ],
+                "routing": self.routing,
+                "polarized": self.polarized,
+                "rail_optimized": self.rail_optimized,
+            }
+        )
+        return out
+
+    # ------------------------------------------------------------------ routing
+    def heights(self, src: IntArray, dst: IntArray) -> IntArray:
+        """Tier each flow climbs to (1 = same leaf, ``tiers`` = top)."""
+        a, _ = self.attachment(src)
+        b, _ = self.attachment(dst)
+        return self._heights(a, b)
+
+    def _heights(self, a: IntArray, b: IntArray) -> IntArray:
+        h = np.full(a.size, self.tiers, dtype=np.int64)
+        for s in range(1, self.tiers):
+            h -= (a // self._span[s]) == (b // self._span[s])
+        return h
+
+    def routes(
+        self,
+        src: IntArray,
+        dst: IntArray,
+        flow_key: IntArray,
+        *,
+        job_id: int = 0,
+        link_load: NDArray[np.float64] | None = None,
+    ) -> Routes:
+        """Links of each flow ``src[i] -> dst[i]`` (see the module docstring).
+
+        ``link_load`` (``probing`` only): current flows per link, one entry per link; flows
+        of this call are added to a copy as they are placed. Other policies ignore it.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> fab = ClosFabric(16, 800, radix=8, tiers=2, gpus_per_server=2, routing="source")
+        >>> fab.routes(np.array([1]), np.array([5]), np.array([0])).links_of(0).tolist()
+        [1, 33, 53, 21]
+        """
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        flow_key = np.asarray(flow_key, dtype=np.int64)
+        self._check_endpoints(src, dst)
+        if flow_key.shape != src.shape:
+            raise PreconditionError(f"flow_key shape {flow_key.shape} differs from {src.shape}")
+        G, n, F = self.gpus, self.tiers, src.size
+        if self.routing == "ideal":
+            return Routes.from_columns(src, G + dst)
+        a, port = self.attachment(src)
+        b, _ = self.attachment(dst)
+        h = self._heights(a, b)
+        load = None
+        if self.routing == "probing":
+            if link_load is None:
+                load = np.zeros(self.n_links)
+            else:
+                load = np.array(link_load, dtype=np.float64)
+                if load.shape != (self.n_links,):
+                    raise PreconditionError(
+                        f"link_load must have one entry per link ({self.n_links}), "
+                        f"got shape {load.shape}"
+                    )
+        hashes: list[NDArray[np.uint32]] = []
+        if self.routing in ("ecmp", "probing"):
+            words = flow_key_words(src, dst, flow_key)
+            if self.polarized:
+                hashes = [murmur3_32(words, self.tier_seeds[0])] * (n - 1)
+            else:
+                hashes = [murmur3_32(words, s) for s in self.tier_seeds]
+
+        # Path matrix: column 0 = NIC up, 1..h-1 up links, h..2h-2 down links, 2h-1 NIC down.
+        mat = np.empty((F, 2 * n), dtype=np.int64)
+        mat[:, 0] = src
+        rows = np.arange(F)
+        col = np.zeros(F, dtype=np.int64)  # column of the current switch
+        for s in range(1, n):
+            active = h > s
+            P, w, span = self._ports[s], self._w[s], self._span[s]
+            sw_src = (a // span) * w + col
+            sw_dst = (b // span) * w + col
+            up_base = self._off_up[s] + sw_src * P
+            down_base = self._off_down[s] + sw_dst * P
+            if self.routing == "ecmp":
+                p = ecmp_ports(hashes[s - 1], P)
+            elif self.routing == "balanced":
+                p = balanced_ports(sw_src, active, P)
+            elif self.routing == "source":
+                p = port % P if s == 1 else (a // self._span[s - 1]) % P
+            else:  # probing
+                assert load is not None
+                tie = ecmp_ports(hashes[s - 1], P)
+                p = probe_ports(load, up_base, down_base, active, tie, P)
+            idx = rows[active]
+            mat[idx, s] = up_base[idx] + p[idx]
+            mat[idx, 2 * h[idx] - 1 - s] = down_base[idx] + p[idx]
+            col = col * self.k + p
+        mat[rows, 2 * h - 1] = G + dst
+        lengths = 2 * h
+        keep = np.arange(2 * n) < lengths[:, None]
+        indptr = np.zeros(F + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        return Routes(indptr, mat[keep])

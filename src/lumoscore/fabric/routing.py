@@ -1,0 +1,160 @@
+"""Up-port choice policies for multi-rooted trees (ECMP, balanced, source, probing).
+
+In a folded Clos a flow climbs to the lowest tier whose block holds both ends; at every tier
+below that it picks one of the switch's ``n_ports`` up-ports, and the way down is then unique.
+The functions here make that choice for many flows at once, one tier at a time. Each works on
+per-flow arrays: the flow's current switch (or its link-id bases: the up link of port ``p`` is
+``up_base + p`` and the matching down link on the destination side ``down_base + p``) and an
+``active`` mask (flows that climb past this tier); inactive flows get port 0 (ignored).
+
+Policies (LumosCore §4.4 and §6.5, Fig. 25; vClos §5.2):
+
+* ``ecmp``: ``hash(src, dst, flow_key; tier seed) mod n_ports`` (:func:`ecmp_ports`).
+* ``balanced``: least-loaded ECMP over the flows of one call: the flows leaving one switch take
+  its up-ports round-robin in call order, so port loads differ by at most one
+  (:func:`balanced_ports`).
+* ``source``: vClos source routing: the port is a fixed function of the source GPU.
+* ``probing``: least-loaded path at flow start: each flow probes the ``n_ports`` candidates and
+  takes the one whose up link plus down link carry the fewest flows, counting the flows routed
+  earlier in the same call (:func:`probe_ports`); ties are broken by the flow hash.
+* ``ideal``: no routing at all (a contention-free route of the two NIC links).
+
+Examples
+--------
+>>> import numpy as np
+>>> balanced_ports(np.array([7, 7, 7, 3]), np.ones(4, bool), 2).tolist()
+[0, 1, 0, 0]
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "ROUTING_MODES",
+    "balanced_ports",
+    "ecmp_ports",
+    "probe_ports",
+    "rank_within_groups",
+]
+
+#: Routing policies understood by the electrical fabrics.
+ROUTING_MODES: tuple[str, ...] = ("ecmp", "balanced", "source", "probing", "ideal")
+
+IntArray = NDArray[np.int64]
+
+
+def ecmp_ports(hashes: NDArray[np.uint32], n_ports: int) -> IntArray:
+    """ECMP next hop: ``hash mod n_ports`` for each flow.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ecmp_ports(np.array([5, 6, 7], dtype=np.uint32), 4).tolist()
+    [1, 2, 3]
+    """
+    return (hashes % np.uint32(n_ports)).astype(np.int64)
+
+
+def rank_within_groups(groups: IntArray) -> IntArray:
+    """For each element, how many earlier elements share its group (stable, vectorized).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rank_within_groups(np.array([4, 2, 4, 4, 2])).tolist()
+    [0, 0, 1, 2, 1]
+    """
+    g = np.asarray(groups, dtype=np.int64)
+    n = g.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(g, kind="stable")
+    sg = g[order]
+    start = np.ones(n, dtype=bool)
+    start[1:] = sg[1:] != sg[:-1]
+    first = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n) - first
+    return rank
+
+
+def balanced_ports(switch: IntArray, active: NDArray[np.bool_], n_ports: int) -> IntArray:
+    """Least-loaded ECMP within one call: the active flows of each switch take its up-ports
+    round-robin in call order (the greedy least-loaded assignment).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> balanced_ports(np.array([0, 0, 0]), np.array([True, False, True]), 4).tolist()
+    [0, 0, 1]
+    """
+    out = np.zeros(switch.size, dtype=np.int64)
+    idx = np.flatnonzero(active)
+    out[idx] = rank_within_groups(switch[idx]) % n_ports
+    return out
+
+
+@numba.njit(cache=True)
+def _probe(
+    load: NDArray[np.float64],
+    up_base: IntArray,
+    down_base: IntArray,
+    active: NDArray[np.bool_],
+    tie: IntArray,
+    n_ports: int,
+) -> IntArray:  # pragma: no cover - compiled
+    n = up_base.size
+    out = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        if not active[i]:
+            continue
+        best = -1
+        best_cost = np.inf
+        for j in range(n_ports):
+            p = (tie[i] + j) % n_ports
+            cost = load[up_base[i] + p] + load[down_base[i] + p]
+            if cost < best_cost:
+                best_cost = cost
+                best = p
+        out[i] = best
+        load[up_base[i] + best] += 1.0
+        load[down_base[i] + best] += 1.0
+    return out
+
+
+def probe_ports(
+    load: NDArray[np.float64],
+    up_base: IntArray,
+    down_base: IntArray,
+    active: NDArray[np.bool_],
+    tie: IntArray,
+    n_ports: int,
+) -> IntArray:
+    """Least-loaded up-port per flow, in call order, updating ``load`` in place.
+
+    Flow ``i`` (if active) evaluates ports ``p = (tie[i] + j) mod n_ports`` for
+    ``j = 0 .. n_ports-1`` and keeps the first with the smallest
+    ``load[up_base[i] + p] + load[down_base[i] + p]``; then both links' loads grow by one, so
+    later flows of the same call see it. Compiled with Numba (a sequential greedy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> load = np.array([3.0, 0.0, 0.0, 0.0])  # up links 0-1, down links 2-3
+    >>> probe_ports(load, np.array([0, 0]), np.array([2, 2]), np.ones(2, bool),
+    ...             np.array([0, 0]), 2).tolist()
+    [1, 1]
+    >>> load.tolist()
+    [3.0, 2.0, 0.0, 2.0]
+    """
+    return _probe(
+        load,
+        np.ascontiguousarray(up_base, dtype=np.int64),
+        np.ascontiguousarray(down_base, dtype=np.int64),
+        np.ascontiguousarray(active, dtype=np.bool_),
+        np.ascontiguousarray(tie, dtype=np.int64),
+        int(n_ports),
+    )

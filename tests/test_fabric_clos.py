@@ -1,0 +1,255 @@
+"""Folded Clos fabrics: structure against fat-tree formulas, routes against the graph."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.fabric.clos import ClosFabric
+from lumoscore.fabric.routing import ROUTING_MODES
+from lumoscore.hardware.sizing import clos_max_gpus
+
+# (radix, tiers, gpus_per_server): small fabrics whose full build is cheap to inspect.
+SMALL = [(8, 2, 2), (8, 3, 2), (8, 4, 2), (12, 3, 2), (16, 2, 8)]
+
+
+def full(radix: int, tiers: int, gps: int, **kw: object) -> ClosFabric:
+    """The full non-blocking build."""
+    return ClosFabric(clos_max_gpus(radix, tiers), 400, radix, tiers, gpus_per_server=gps, **kw)  # type: ignore[arg-type]
+
+
+def random_inter_server(fab: ClosFabric, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, fab.gpus, 3 * n)
+    dst = rng.integers(0, fab.gpus, 3 * n)
+    gps = fab.spec.gpus_per_server
+    keep = src // gps != dst // gps
+    return src[keep][:n], dst[keep][:n]
+
+
+@pytest.mark.parametrize(("radix", "tiers", "gps"), SMALL)
+def test_full_build_matches_fat_tree_formulas(radix: int, tiers: int, gps: int) -> None:
+    fab = full(radix, tiers, gps)
+    k = radix // 2
+    assert fab.gpus == clos_max_gpus(radix, tiers) == 2 * k**tiers
+    d = fab.describe()
+    # Fat tree: 2 k^(n-1) switches on every tier below the top, k^(n-1) at the top.
+    assert d["switches_per_tier"] == [2 * k ** (tiers - 1)] * (tiers - 1) + [k ** (tiers - 1)]
+    # 2 k^n cables between every pair of adjacent tiers, two directed links each.
+    assert d["links_per_boundary"] == [4 * k**tiers] * (tiers - 1)
+    assert fab.n_links == 2 * fab.gpus + (tiers - 1) * 4 * k**tiers
+    assert np.all(fab.capacity_bps == 400e9)
+    g = fab.to_networkx()
+    # Every switch of the full build uses all its ports, in both directions.
+    for node in g:
+        if node[0] == "sw":
+            assert g.out_degree(node) == radix and g.in_degree(node) == radix
+        else:
+            assert g.out_degree(node) == 1 and g.in_degree(node) == 1
+    assert sorted(e[2] for e in g.edges(data="link")) == list(range(fab.n_links))
+    assert nx.is_strongly_connected(g)
+
+
+@pytest.mark.parametrize("over", [3.0, 7.0])
+def test_oversubscribed_leaves(over: float) -> None:
+    radix, tiers = 16, 3
+    u = math.ceil(radix / (over + 1))
+    fab = ClosFabric(
+        clos_max_gpus(radix, tiers, over),
+        400,
+        radix,
+        tiers,
+        gpus_per_server=2,
+        oversubscription=over,
+    )
+    k = radix // 2
+    assert fab.uplinks == u and fab.downlinks == radix - u
+    assert fab.gpus == clos_max_gpus(radix, tiers, over) == 2 * k ** (tiers - 1) * (radix - u)
+    g = fab.to_networkx()
+    leaves = [n for n in g if n[0] == "sw" and n[1] == 1]
+    assert len(leaves) == 2 * k ** (tiers - 1)
+    for leaf in leaves:
+        ups = [v for v in g.successors(leaf) if v[0] == "sw"]
+        assert len(ups) == u
+        assert g.out_degree(leaf) == radix
+    d = fab.describe()
+    assert d["switches_per_tier"] == [2 * k**2, 2 * u * k, u * k]
+    assert d["links_per_boundary"] == [2 * 2 * k**2 * u] * 2
+
+
+def test_partial_build_uses_first_blocks() -> None:
+    fab = ClosFabric(48, 400, 8, 3, gpus_per_server=2)  # 12 of 32 leaves, 3 of 8 pods
+    d = fab.describe()
+    assert d["leaves"] == 12
+    assert d["switches_per_tier"] == [12, 3 * 4, 16]
+    g = fab.to_networkx()
+    assert nx.is_strongly_connected(g)
+    assert max(dict(g.out_degree()).values()) <= 8
+
+
+def check_routes(fab: ClosFabric, src: np.ndarray, dst: np.ndarray, **kw: object) -> np.ndarray:
+    """Every route is a walk in the graph from src's NIC to dst's NIC, as short as possible;
+    returns the route lengths."""
+    g = fab.to_networkx()
+    tail = np.empty(fab.n_links, dtype=object)
+    head = np.empty(fab.n_links, dtype=object)
+    for u, v, link in g.edges(data="link"):
+        tail[link], head[link] = u, v
+    r = fab.routes(src, dst, np.arange(src.size), **kw)  # type: ignore[arg-type]
+    lengths = np.diff(r.indptr)
+    dist: dict[int, dict[object, int]] = {}
+    for f in range(r.n_flows):
+        links = r.links_of(f).tolist()
+        assert links[0] == src[f] and links[-1] == fab.gpus + dst[f]
+        assert tail[links[0]] == ("gpu", src[f]) and head[links[-1]] == ("gpu", dst[f])
+        nodes = [tail[links[0]]] + [head[x] for x in links]
+        for a, b in itertools.pairwise(links):
+            assert head[a] == tail[b]
+        assert len(set(nodes)) == len(nodes)  # a simple path
+        s = int(src[f])
+        if s not in dist:
+            dist[s] = nx.single_source_shortest_path_length(g, ("gpu", s))
+        assert len(links) == dist[s][("gpu", int(dst[f]))]  # climbs only as high as needed
+    return lengths
+
+
+@pytest.mark.parametrize(("radix", "tiers", "gps"), SMALL[:4])
+@pytest.mark.parametrize("routing", ROUTING_MODES)
+def test_routes_are_shortest_valid_paths(radix: int, tiers: int, gps: int, routing: str) -> None:
+    fab = full(radix, tiers, gps, routing=routing, seed=3)
+    src, dst = random_inter_server(fab, 300, seed=radix + tiers)
+    if routing == "ideal":
+        r = fab.routes(src, dst, np.arange(src.size))
+        assert np.all(np.diff(r.indptr) == 2)
+        assert r.indices.reshape(-1, 2).tolist() == np.c_[src, fab.gpus + dst].tolist()
+        assert fab.isolating
+        return
+    lengths = check_routes(fab, src, dst)
+    assert set(lengths.tolist()) <= {2, 4, 6, 8}
+    assert lengths.max() == 2 * tiers  # random traffic reaches the top
+    assert np.array_equal(lengths, 2 * fab.heights(src, dst))
+
+
+def test_route_lengths_by_height() -> None:
+    fab = ClosFabric(128, 400, 8, 4, gpus_per_server=2)  # k=4, 32 leaves of 4 GPUs
+    src = np.array([0, 0, 0, 0])
+    dst = np.array([2, 4, 16, 64])  # same leaf, same pod, same tier-3 block, across the top
+    assert np.diff(fab.routes(src, dst, np.zeros(4, np.int64)).indptr).tolist() == [2, 4, 6, 8]
+
+
+def test_probing_routes_valid_with_load() -> None:
+    fab = full(8, 3, 2, routing="probing")
+    src, dst = random_inter_server(fab, 200, seed=1)
+    load = np.random.default_rng(0).integers(0, 5, fab.n_links).astype(float)
+    check_routes(fab, src, dst, link_load=load)
+
+
+@pytest.mark.parametrize("tiers", [2, 3])
+@pytest.mark.parametrize("routing", ["ecmp", "source"])
+def test_rail_optimized(tiers: int, routing: str) -> None:
+    radix, gps = 16, 4  # k = 8 leaves per pod = 2 rail groups of 4 rails
+    fab = ClosFabric(
+        clos_max_gpus(radix, tiers),
+        400,
+        radix,
+        tiers,
+        gpus_per_server=gps,
+        rail_optimized=True,
+        routing=routing,
+    )
+    assert fab.gpus == clos_max_gpus(radix, tiers)
+    g = np.arange(fab.gpus)
+    leaf, port = fab.attachment(g)
+    # Every leaf holds GPU i (one rail) of `d` distinct servers, one per port.
+    d = fab.downlinks
+    assert np.all(np.bincount(leaf) == d)
+    for lf in range(fab.leaves):
+        on = g[leaf == lf]
+        assert len(set((on % gps).tolist())) == 1
+        assert len(set((on // gps).tolist())) == d
+        assert sorted(port[leaf == lf].tolist()) == list(range(d))
+    # Rail groups: leaves of one group share the same servers; spec "leaf" = rail group.
+    assert fab.spec.k_leaf == d * gps
+    src, dst = random_inter_server(fab, 250, seed=5)
+    lengths = check_routes(fab, src, dst)
+    same_rail_group = (src % gps == dst % gps) & (src // (d * gps) == dst // (d * gps))
+    assert np.all((lengths == 2) == same_rail_group)
+
+
+def test_source_route_example_and_switch_columns() -> None:
+    fab = ClosFabric(128, 400, 8, 3, gpus_per_server=2, routing="source")
+    # GPU 5 = leaf 1, port 1 -> GPU 127 (leaf 31, another pod): tier-1 port 1, tier-2 port
+    # (leaf 1 mod 4) = 1, so top column 1 * 4 + 1 = 5.
+    links = fab.routes(np.array([5]), np.array([127]), np.array([0])).links_of(0)
+    _, _, ht, hi = fab.link_endpoints()
+    top = [int(hi[x]) for x in links if ht[x] == 3]
+    assert top == [5]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    tiers=st.sampled_from([2, 3, 4]),
+    leaves=st.integers(1, 32),
+    routing=st.sampled_from(["ecmp", "balanced", "source", "probing"]),
+    seed=st.integers(0, 1000),
+)
+def test_any_partial_build_routes_within_links(
+    tiers: int, leaves: int, routing: str, seed: int
+) -> None:
+    radix, gps = 8, 2
+    leaves = min(leaves, 2 * 4 ** (tiers - 1))
+    fab = ClosFabric(leaves * 4, 400, radix, tiers, gpus_per_server=gps, routing=routing, seed=seed)
+    if fab.gpus <= gps:
+        return
+    src, dst = random_inter_server(fab, 100, seed)
+    r = fab.routes(src, dst, np.arange(src.size))
+    assert r.indices.min() >= 0 and r.indices.max() < fab.n_links
+    # Up and down halves of each route mirror each other: the same cables, both directions.
+    offs = fab.link_offsets()
+    for f in range(min(r.n_flows, 30)):
+        links = r.links_of(f)[1:-1]
+        half = links.size // 2
+        up, down = links[:half], links[half:][::-1]
+        for s in range(half):
+            n_up = offs["down"][s] - offs["up"][s]
+            assert 0 <= up[s] - offs["up"][s] < n_up
+            assert 0 <= down[s] - offs["down"][s] < n_up
+            ports = fab.uplinks if s == 0 else fab.k
+            assert (up[s] - offs["up"][s]) % ports == (down[s] - offs["down"][s]) % ports
+
+
+def test_errors() -> None:
+    with pytest.raises(ConfigError, match="tiers"):
+        ClosFabric(64, 400, 8, 5)
+    with pytest.raises(ConfigError, match="radix"):
+        ClosFabric(64, 400, 7, 3)
+    with pytest.raises(ConfigError, match="routing"):
+        ClosFabric(64, 400, 8, 3, gpus_per_server=2, routing="spray")
+    with pytest.raises(ConfigError, match="exceeds"):
+        ClosFabric(256, 400, 8, 3, gpus_per_server=2)
+    with pytest.raises(ConfigError, match="multiple"):
+        ClosFabric(66, 400, 8, 3, gpus_per_server=2)
+    with pytest.raises(ConfigError, match="rail"):
+        ClosFabric(64, 400, 8, 3, gpus_per_server=8, rail_optimized=True)
+    with pytest.raises(ConfigError, match="port_gbps"):
+        ClosFabric(64, 0, 8, 3, gpus_per_server=2)
+    fab = ClosFabric(64, 400, 8, 3, gpus_per_server=2, routing="probing")
+    with pytest.raises(PreconditionError, match="intra-server"):
+        fab.routes(np.array([0]), np.array([1]), np.array([0]))
+    with pytest.raises(PreconditionError, match="link_load"):
+        fab.routes(np.array([0]), np.array([9]), np.array([0]), link_load=np.zeros(3))
+    with pytest.raises(PreconditionError, match="flow_key"):
+        fab.routes(np.array([0]), np.array([9]), np.array([0, 1]))
+
+
+def test_empty_call() -> None:
+    fab = ClosFabric(64, 400, 8, 3, gpus_per_server=2)
+    r = fab.routes(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert r.n_flows == 0 and r.indices.size == 0
