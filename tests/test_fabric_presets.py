@@ -1,0 +1,76 @@
+"""Fabric presets: port speeds from the sizing formulas, names and errors."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from lumoscore.errors import ConfigError
+from lumoscore.fabric import PRESETS, BestFabric, ClosFabric, make_fabric
+from lumoscore.fabric.presets import LUMOSCORE_PRESETS, clos_port_speed
+from lumoscore.hardware.sizing import clos_max_gpus, reach
+
+
+@pytest.mark.parametrize(
+    ("name", "port_gbps", "tiers", "radix"),
+    [
+        ("clos-25.6T-3tier", 800.0, 3, 32),
+        ("clos-51.2T-3tier", 1600.0, 3, 32),
+        ("clos-25.6T-4tier", 1600.0, 4, 16),
+    ],
+)
+def test_paper_presets_at_4096(name: str, port_gbps: float, tiers: int, radix: int) -> None:
+    fab = make_fabric(name, 4096)
+    assert isinstance(fab, ClosFabric)
+    assert (fab.port_gbps, fab.tiers, fab.radix) == (port_gbps, tiers, radix)
+    assert fab.name == name and fab.gpus == 4096
+    assert np.all(fab.capacity_bps == port_gbps * 1e9)
+    assert fab.routing == "ecmp" and not fab.isolating
+
+
+@pytest.mark.parametrize("gpus", [512, 2048, 4096, 8192, 16384])
+@pytest.mark.parametrize("chip", [25.6, 51.2])
+def test_port_speed_agrees_with_sizing_reach(gpus: int, chip: float) -> None:
+    for r in reach(gpus, chip, architectures=("clos-2tier", "clos-3tier")):
+        tiers = int(r.architecture[5])
+        if r.port_gbps is None:
+            with pytest.raises(ConfigError):
+                clos_port_speed(chip, tiers, gpus)
+        else:
+            speed, rad = clos_port_speed(chip, tiers, gpus)
+            assert speed == r.port_gbps and clos_max_gpus(rad, tiers) == r.max_gpus
+
+
+def test_best_and_generic_names() -> None:
+    best = make_fabric("best", 64)
+    assert isinstance(best, BestFabric) and best.port_gbps == 1600.0 and best.isolating
+    ls = make_fabric("leaf-spine-51.2T", 512, routing="source", seed=4)
+    assert isinstance(ls, ClosFabric)
+    assert (ls.tiers, ls.port_gbps, ls.routing, ls.seed) == (2, 1600.0, "source", 4)
+    o = make_fabric("CLOS-51.2t-3tier-2:1", 4608)
+    assert isinstance(o, ClosFabric)
+    assert o.name == "clos-51.2T-3tier-2:1" and o.uplinks == 11 and o.oversubscription == 2.0
+    rail = make_fabric("clos-51.2T-3tier", 4096, rail_optimized=True)
+    assert isinstance(rail, ClosFabric) and rail.rail_optimized
+
+
+def test_errors_name_the_preset_and_list_known_names() -> None:
+    with pytest.raises(ConfigError, match="unknown fabric preset 'nope'") as exc:
+        make_fabric("nope", 4096)
+    for name in PRESETS:
+        assert name in str(exc.value)
+    for name in LUMOSCORE_PRESETS:
+        with pytest.raises(ConfigError, match="not available yet"):
+            make_fabric(name, 4096)
+    with pytest.raises(ConfigError, match=r"clos-25\.6T-2tier.*cannot hold gpus=100000"):
+        make_fabric("clos-25.6T-2tier", 100000)
+    with pytest.raises(ConfigError, match="tiers must be 2, 3 or 4"):
+        make_fabric("clos-51.2T-5tier", 4096)
+    with pytest.raises(ConfigError, match="routing"):
+        make_fabric("clos-51.2T-3tier", 4096, routing="spray")
+    with pytest.raises(ConfigError, match="best"):
+        make_fabric("best", 4096, routing="ecmp")
+    with pytest.raises(ConfigError, match=re.escape("clos-25.6T-3tier-15:1")):
+        make_fabric("clos-25.6T-3tier-15:1", 4096)  # 30-port leaves hold 24 GPUs
