@@ -22,6 +22,16 @@ Examples
 'pod'
 """
 
+from lumoscore.placement.admit import (
+    Admission,
+    Reconfiguration,
+    admit,
+    fail,
+    feasible_demand,
+    finish,
+    reconfigure,
+)
+from lumoscore.placement.demand import DEMAND_METHODS, class_costs, job_demand, share_paths
 from lumoscore.placement.podselect import (
     PodSelection,
     distribute_units,
@@ -46,20 +56,31 @@ from lumoscore.placement.state import (
 )
 
 __all__ = [
+    "DEMAND_METHODS",
     "POD_SELECTION",
     "POLICIES",
     "REFUSAL_KINDS",
+    "Admission",
     "ClusterState",
     "DemandPart",
     "Placement",
     "PlacementError",
     "PlacementPolicy",
     "PodSelection",
+    "Reconfiguration",
     "Refusal",
+    "admit",
+    "class_costs",
     "distribute_units",
+    "fail",
+    "feasible_demand",
+    "finish",
     "get_policy",
+    "job_demand",
     "place",
+    "reconfigure",
     "release",
     "select_pods_exact",
     "select_pods_greedy",
+    "share_paths",
 ]

@@ -1,0 +1,375 @@
+"""One call per event: admit a job, finish a job, react to failures (LumosCore §4, A.8, A.12).
+
+:func:`admit` takes the cluster state and a new job and
+
+1. places it (:class:`~lumoscore.placement.policies.PlacementPolicy`, ``locality`` by default);
+2. computes its demand part ``L1`` (:func:`~lumoscore.placement.demand.job_demand`) and checks
+   ``L = L2 + L1``: when a leaf would need more than its limit (``K_leaf``; ``K_leaf / 2`` with
+   ``tau = 1``, Theorem 4.2) it first re-places the job away from the overloaded leaves (up to
+   ``replace_attempts`` times), then, above ``K_leaf``, lets the new job share links by min-cost
+   flow (:func:`~lumoscore.placement.demand.share_paths`); if even that fails the job is refused
+   (``kind="network"``, ``reason="leaf-ports"``);
+3. allocates the GPUs and adds ``L1`` to ``L``;
+4. recomputes the logical topology ``C`` and the per-spine split ``L_abh``
+   (:func:`lumoscore.topology.logical.design_logical_topology`), skipped when ``L1`` is empty;
+5. with a wiring, reconfigures the OCS groups whose ``C_h`` changed through
+   :func:`lumoscore.toe.configure` (minimal rewiring from ``state.circuits``), measures the
+   rewired circuits and, with ``iota``, plans the staged reconfiguration
+   (:func:`lumoscore.toe.staged_plan`).
+
+:func:`finish` releases a job (and by default reconfigures); :func:`fail` marks GPUs, servers or
+leaf-spine links failed, releases the jobs hit (optional) and reconfigures; :func:`reconfigure`
+recomputes the logical topology and the OCS configuration of the current ``L``.
+
+A logical topology needing more OCS ports than a spine has (possible only with contention, e.g.
+``tau = 1`` beyond Theorem 4.2) is scaled down symmetrically before the ToE
+(``C'_ij = floor(C_ij * min(s_i, s_j))``, ``s_i = min(1, k_spine / rowsum_i)``); with
+``backup=True`` the idle OCS ports form a full-mesh backup
+(:func:`lumoscore.topology.logical.backup_mesh`).
+
+Examples
+--------
+>>> from lumoscore.topology import ClusterSpec, build_wiring
+>>> from lumoscore.workload import Job
+>>> spec = ClusterSpec(pods=4, k_leaf=16, k_spine=16, tau=2, gpus_per_server=8, ocs_ports=4)
+>>> w = build_wiring(spec, "cross")
+>>> st = ClusterState.empty(spec)
+>>> job = Job(job_id=1, arrival_s=0.0, gpus=256, model="Pangu", tp=8, pp=2, dp=16, ep=8,
+...           iterations=1, duration_s=1.0)
+>>> adm = admit(st, job, wiring=w)
+>>> adm.admitted, adm.placement.pods, adm.logical.contention_free
+(True, (0, 1), True)
+>>> adm.reconfiguration.rewired_circuits == len(st.circuits) > 0
+True
+>>> finish(st, 1, wiring=w).reconfiguration.circuits.shape
+(0, 6)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lumoscore.errors import InfeasibleError
+from lumoscore.placement.demand import job_demand, share_paths
+from lumoscore.placement.policies import PlacementPolicy, get_policy
+from lumoscore.placement.state import ClusterState, DemandPart, Placement, Refusal
+from lumoscore.toe import StagedPlan, ToeResult, circuit_loss, configure, rewired_circuits
+from lumoscore.toe import staged_plan as toe_staged_plan
+from lumoscore.topology.logical import LogicalTopology, backup_mesh, design_logical_topology
+from lumoscore.workload.job import Job
+
+__all__ = [
+    "Admission",
+    "Reconfiguration",
+    "admit",
+    "fail",
+    "feasible_demand",
+    "finish",
+    "reconfigure",
+]
+
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Reconfiguration:
+    """Logical topology and OCS configuration after an event.
+
+    Attributes
+    ----------
+    logical : LogicalTopology
+        ``C`` (``(H, P, P)``), ``L_abh`` and the contention of every link.
+    circuits : ndarray
+        The new OCS configuration (``(n, 6)``), also stored in ``state.circuits``.
+    toe : ToeResult or None
+        The ToE call (None without a wiring or when no group changed).
+    changed_groups : tuple of int
+        OCS groups reconfigured.
+    rewired_circuits : int
+        Circuits of the new configuration absent from the previous one.
+    plan : StagedPlan or None
+        Staged reconfiguration (with ``iota`` and a previous configuration).
+    logical_time_s, toe_time_s : float
+        Wall-clock time of the two steps.
+    notes : tuple of str
+        Fallbacks taken (scaled-down ``C``, staging infeasible, ...).
+    """
+
+    logical: LogicalTopology
+    circuits: IntArray
+    toe: ToeResult | None = None
+    changed_groups: tuple[int, ...] = ()
+    rewired_circuits: int = 0
+    plan: StagedPlan | None = None
+    logical_time_s: float = 0.0
+    toe_time_s: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Outcome of :func:`admit` (or :func:`finish` / :func:`fail`).
+
+    ``placement``/``demand`` are None for refused jobs (``refusal`` says why). ``attempts`` counts
+    placements tried, ``shared_links`` the links the job shares with others (path sharing),
+    ``released`` the jobs released by the event.
+    """
+
+    job_id: int
+    placement: Placement | None
+    refusal: Refusal | None = None
+    demand: DemandPart | None = None
+    attempts: int = 0
+    shared_links: int = 0
+    reconfiguration: Reconfiguration | None = None
+    released: tuple[int, ...] = ()
+    place_time_s: float = 0.0
+
+    @property
+    def admitted(self) -> bool:
+        """The job was placed."""
+        return self.placement is not None
+
+    @property
+    def logical(self) -> LogicalTopology | None:
+        """Logical topology after the event (None when not recomputed)."""
+        return None if self.reconfiguration is None else self.reconfiguration.logical
+
+
+def feasible_demand(C: Any, k_spine: int) -> IntArray:
+    """Scale ``C`` down symmetrically so no spine needs more than ``k_spine`` OCS ports.
+
+    Examples
+    --------
+    >>> feasible_demand([[[0, 3, 3], [3, 0, 0], [3, 0, 0]]], 4)[0].tolist()
+    [[0, 2, 2], [2, 0, 0], [2, 0, 0]]
+    """
+    Cm = np.asarray(C, dtype=np.int64)
+    rows = Cm.sum(axis=2)
+    if (rows <= k_spine).all():
+        return Cm
+    s = np.minimum(1.0, k_spine / np.maximum(rows, 1))
+    f = np.minimum(s[:, :, None], s[:, None, :])
+    return np.floor(Cm * f + 1e-9).astype(np.int64)
+
+
+def reconfigure(
+    state: ClusterState,
+    *,
+    wiring: Any = None,
+    solver: str = "mdmcf",
+    method: str = "auto",
+    iota: float | None = None,
+    backup: bool = False,
+) -> Reconfiguration:
+    """Recompute the logical topology of ``state.L`` and, with a wiring, the OCS configuration.
+
+    Only groups whose demand changed are handed to the ToE; the others keep their circuits.
+    Updates ``state.logical`` and ``state.circuits``.
+
+    Examples
+    --------
+    >>> from lumoscore.topology import ClusterSpec
+    >>> st = ClusterState.empty(ClusterSpec(pods=2, k_leaf=4, k_spine=4, tau=2,
+    ...                                     gpus_per_server=2))
+    >>> reconfigure(st).logical.C.sum()
+    np.int64(0)
+    """
+    spec = state.spec
+    t0 = time.perf_counter()
+    cap = state.link_capacity()
+    topo = design_logical_topology(state.L, spec, method=method, capacity=cap)
+    t1 = time.perf_counter()
+    notes: list[str] = []
+    if wiring is None:
+        state.logical = topo
+        return Reconfiguration(topo, state.circuits, logical_time_s=t1 - t0)
+    demand = feasible_demand(topo.C, spec.k_spine)
+    if not np.array_equal(demand, topo.C):
+        notes.append("logical topology scaled down to the spines' OCS ports (contention)")
+    if backup:
+        demand = demand + backup_mesh(demand, spec)
+    old = state.circuits
+    H, P = spec.ocs_groups, spec.pods
+    prev = np.zeros((H, P, P), np.int64)
+    if len(old):
+        np.add.at(prev, (old[:, 0], old[:, 2], old[:, 4]), 1)
+    changed = np.flatnonzero((prev != demand).any(axis=(1, 2)))
+    res = None
+    new = old
+    if changed.size:
+        res = configure(demand[changed], wiring, current=old, solver=solver, groups=changed)
+        keep = old[~np.isin(old[:, 0], changed)] if len(old) else old
+        new = np.concatenate([keep, res.circuits]).astype(np.int64)
+        new = new[np.lexsort(new.T[::-1])]
+    t2 = time.perf_counter()
+    plan = None
+    if iota is not None and len(old) and changed.size:
+        loss, total = circuit_loss(old, new, H, P)
+        try:
+            plan = toe_staged_plan(loss, total, iota)
+        except InfeasibleError as exc:
+            notes.append(f"staged plan: {exc}")
+    state.logical = topo
+    state.circuits = new
+    return Reconfiguration(
+        logical=topo,
+        circuits=new,
+        toe=res,
+        changed_groups=tuple(int(h) for h in changed),
+        rewired_circuits=rewired_circuits(new, old) if len(new) else 0,
+        plan=plan,
+        logical_time_s=t1 - t0,
+        toe_time_s=t2 - t1,
+        notes=tuple(notes),
+    )
+
+
+def _overloaded(state: ClusterState, part: DemandPart, limit: int) -> IntArray:
+    n = state.spec.leaves
+    add = np.bincount(part.rows, weights=part.values, minlength=n).astype(np.int64)
+    return (state.row_sums() + add > limit) & (add > 0)
+
+
+def admit(
+    state: ClusterState,
+    job: Job,
+    *,
+    wiring: Any = None,
+    solver: str = "mdmcf",
+    policy: str | PlacementPolicy = "locality",
+    demand_method: str = "research",
+    logical_method: str = "auto",
+    replace_attempts: int = 2,
+    share: bool = True,
+    iota: float | None = None,
+    backup: bool = False,
+) -> Admission:
+    """Place a new job, update ``L``, the logical topology and the OCS configuration.
+
+    See the module docstring. A refused job leaves the state unchanged except for the
+    fragmentation record (``state.refusals``).
+    """
+    t0 = time.perf_counter()
+    pol = get_policy(policy) if isinstance(policy, str) else policy
+    spec = state.spec
+    k = spec.k_leaf
+    target = k // 2 if spec.tau == 1 else k
+    got = pol.propose(state, job)
+    if isinstance(got, Refusal):
+        state.refusals.append(got)
+        return Admission(job.job_id, None, refusal=got, place_time_s=time.perf_counter() - t0)
+    first = got
+    part = first_part = job_demand(job, got, state, method=demand_method)
+    avoid = np.zeros(spec.leaves, bool)
+    attempts = 1
+    over = _overloaded(state, part, target)
+    while over.any() and attempts <= replace_attempts:
+        avoid |= over
+        alt = pol.propose(state, job, avoid_leaves=avoid)
+        if isinstance(alt, Refusal):
+            break
+        attempts += 1
+        got, part = alt, job_demand(job, alt, state, method=demand_method)
+        over = _overloaded(state, part, target)
+    if over.any() and _overloaded(state, part, k).any():
+        if not _overloaded(state, first_part, k).any():
+            got, part = first, first_part  # the first placement fits K_leaf after all
+        elif share:
+            shared = share_paths(state, first_part)
+            if shared is None:
+                ref = Refusal(
+                    job.job_id, "network", "leaf-ports", job.gpus, state.free_gpus,
+                    "cross-pod links exceed K_leaf even with path sharing",
+                )  # fmt: skip
+                state.refusals.append(ref)
+                return Admission(job.job_id, None, refusal=ref, attempts=attempts)
+            got, part = first, shared
+        else:
+            ref = Refusal(
+                job.job_id, "network", "leaf-ports", job.gpus, state.free_gpus,
+                f"cross-pod links exceed K_leaf={k} and path sharing is off",
+            )  # fmt: skip
+            state.refusals.append(ref)
+            return Admission(job.job_id, None, refusal=ref, attempts=attempts)
+    state.allocate(got, part)
+    t1 = time.perf_counter()
+    rec = None
+    if part.total or state.logical is None:
+        rec = reconfigure(
+            state, wiring=wiring, solver=solver, method=logical_method, iota=iota, backup=backup
+        )
+    return Admission(
+        job.job_id,
+        got,
+        demand=part,
+        attempts=attempts,
+        shared_links=part.shared,
+        reconfiguration=rec,
+        place_time_s=t1 - t0,
+    )
+
+
+def finish(
+    state: ClusterState,
+    job_id: int,
+    *,
+    wiring: Any = None,
+    solver: str = "mdmcf",
+    logical_method: str = "auto",
+    reconfigure_now: bool = True,
+    iota: float | None = None,
+    backup: bool = False,
+) -> Admission:
+    """Release a finished job (GPUs and demand) and, if it had cross-pod demand and
+    ``reconfigure_now``, recompute the logical topology and OCS configuration."""
+    part = state.job_demand.get(job_id)
+    p = state.release(job_id)
+    rec = None
+    if reconfigure_now and part is not None and part.total:
+        rec = reconfigure(
+            state, wiring=wiring, solver=solver, method=logical_method, iota=iota, backup=backup
+        )
+    return Admission(job_id, p, demand=part, reconfiguration=rec, released=(job_id,))
+
+
+def fail(
+    state: ClusterState,
+    *,
+    gpus: Any = None,
+    servers: Any = None,
+    links: Any = None,
+    release_jobs: bool = True,
+    wiring: Any = None,
+    solver: str = "mdmcf",
+    logical_method: str = "auto",
+) -> Admission:
+    """Failed GPUs, servers or leaf-spine links (``(leaf, group)`` pairs): update the state,
+    release the jobs hit (``release_jobs``), recompute ``L``'s logical topology and the OCS
+    configuration. ``job_id`` of the result is -1; ``released`` lists the jobs released.
+
+    Examples
+    --------
+    >>> from lumoscore.topology import ClusterSpec
+    >>> st = ClusterState.empty(ClusterSpec(pods=2, k_leaf=4, k_spine=4, tau=2,
+    ...                                     gpus_per_server=2))
+    >>> fail(st, gpus=[3], links=[(0, 1)]).released, int(st.link_capacity()[0, 1])
+    ((), 1)
+    """
+    hit: set[int] = set()
+    if gpus is not None:
+        hit |= set(state.fail_gpus(gpus))
+    if servers is not None:
+        hit |= set(state.fail_servers(servers))
+    for leaf, group in [] if links is None else links:
+        state.fail_link(int(leaf), int(group))
+    released = tuple(sorted(hit)) if release_jobs else ()
+    for j in released:
+        state.release(j)
+    rec = reconfigure(state, wiring=wiring, solver=solver, method=logical_method)
+    return Admission(-1, None, reconfiguration=rec, released=released)
