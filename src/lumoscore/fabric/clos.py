@@ -227,7 +227,13 @@ class ClosFabric(Fabric):
         return g // self.gpus_per_leaf, g % self.gpus_per_leaf
 
     def link_offsets(self) -> dict[str, list[int]]:
-        """First up-link and down-link id of each boundary ``s = 1 .. n-1`` (tier s <-> s+1)."""
+        """First up-link and down-link id of each boundary ``s = 1 .. n-1`` (tier s <-> s+1).
+
+        Examples
+        --------
+        >>> ClosFabric(16, 800, radix=8, tiers=2, gpus_per_server=2).link_offsets()
+        {'up': [32], 'down': [48]}
+        """
         return {"up": self._off_up[1:], "down": self._off_down[1:]}
 
     def link_endpoints(self) -> tuple[IntArray, IntArray, IntArray, IntArray]:
@@ -292,7 +298,14 @@ class ClosFabric(Fabric):
         return graph
 
     def describe(self) -> dict[str, object]:
-        """Summary: tiers, radix, leaf ports, switch and link counts per tier, routing."""
+        """Summary: tiers, radix, leaf ports, switch and link counts per tier, routing.
+
+        Examples
+        --------
+        >>> d = ClosFabric(32, 800, radix=8, tiers=2, gpus_per_server=2).describe()
+        >>> d["switches_per_tier"], d["links_per_boundary"], d["routing"]
+        ([8, 4], [64], 'ecmp')
+        """
         out = super().describe()
         out.update(
             {
@@ -317,7 +330,15 @@ class ClosFabric(Fabric):
 
     # ------------------------------------------------------------------ routing
     def heights(self, src: IntArray, dst: IntArray) -> IntArray:
-        """Tier each flow climbs to (1 = same leaf, ``tiers`` = top)."""
+        """Tier each flow climbs to (1 = same leaf, ``tiers`` = top).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> fab = ClosFabric(128, 400, radix=8, tiers=4, gpus_per_server=2)
+        >>> fab.heights(np.array([0, 0, 0, 0]), np.array([2, 4, 16, 64])).tolist()
+        [1, 2, 3, 4]
+        """
         a, _ = self.attachment(src)
         b, _ = self.attachment(dst)
         return self._heights(a, b)
