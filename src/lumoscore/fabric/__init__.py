@@ -7,5 +7,18 @@ the links of many flows at once in CSR form.
 
 from lumoscore.fabric.base import Fabric, Routes, check_positive, geometry_spec
 from lumoscore.fabric.best import BestFabric
+from lumoscore.fabric.clos import ClosFabric
+from lumoscore.fabric.presets import PRESETS, make_fabric
+from lumoscore.fabric.routing import ROUTING_MODES
 
-__all__ = ["BestFabric", "Fabric", "Routes", "check_positive", "geometry_spec"]
+__all__ = [
+    "PRESETS",
+    "ROUTING_MODES",
+    "BestFabric",
+    "ClosFabric",
+    "Fabric",
+    "Routes",
+    "check_positive",
+    "geometry_spec",
+    "make_fabric",
+]
