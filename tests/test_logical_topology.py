@@ -14,9 +14,11 @@ from lumoscore.topology.logical import (
     backup_mesh,
     check_logical_topology,
     design_logical_topology,
+    extend_logical_topology,
     greedy_spine_assignment,
     heuristic_decomposition,
     ilp_logical_topology,
+    shrink_logical_topology,
     theorem_42_condition,
 )
 
@@ -160,3 +162,29 @@ def test_input_errors() -> None:
         heuristic_decomposition(np.zeros((3, 3)), spec)
     with pytest.raises(ConfigError, match="method"):
         design_logical_topology(np.zeros((4, 4)), spec, method="magic")
+
+
+@settings(max_examples=40, deadline=None)
+@given(SPECS, st.integers(0, 2**32 - 1), st.floats(0.2, 2.0))
+def test_extend_and_shrink_keep_constraints(spec: ClusterSpec, seed: int, fill: float) -> None:
+    rng = np.random.default_rng(seed)
+    base = random_L(spec, rng, spec.k_leaf, fill)
+    topo = heuristic_decomposition(base, spec)
+    # add demand within the leaves' remaining ports
+    rows = base.sum(axis=1)
+    add = random_L(spec, rng, spec.k_leaf, fill)
+    ok = rows + add.sum(axis=1) <= spec.k_leaf
+    add = add * (ok[:, None] & ok[None, :])
+    ext = extend_logical_topology(topo, add, spec)
+    msgs = check_logical_topology(base + add, ext, spec)
+    assert not [m for m in msgs if m.startswith(("(5)", "(8)"))]
+    assert (msgs == []) == ext.contention_free
+    kept = topo.dense()  # the old split is untouched
+    assert (ext.dense() >= kept).all()
+    # remove part of the base demand again
+    rem = np.minimum(base, rng.integers(0, 3, base.shape))
+    rem = np.triu(rem, 1) + np.triu(rem, 1).T
+    sh = shrink_logical_topology(ext, rem, spec)
+    msgs = check_logical_topology(base + add - rem, sh, spec)
+    assert not [m for m in msgs if m.startswith(("(5)", "(8)"))]
+    assert (sh.leaf_up <= ext.leaf_up).all()

@@ -23,6 +23,7 @@ Examples
 """
 
 from lumoscore.placement.admit import (
+    LOGICAL_MODES,
     Admission,
     Reconfiguration,
     admit,
@@ -57,6 +58,7 @@ from lumoscore.placement.state import (
 
 __all__ = [
     "DEMAND_METHODS",
+    "LOGICAL_MODES",
     "POD_SELECTION",
     "POLICIES",
     "REFUSAL_KINDS",

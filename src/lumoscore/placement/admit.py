@@ -10,8 +10,13 @@
    flow (:func:`~lumoscore.placement.demand.share_paths`); if even that fails the job is refused
    (``kind="network"``, ``reason="leaf-ports"``);
 3. allocates the GPUs and adds ``L1`` to ``L``;
-4. recomputes the logical topology ``C`` and the per-spine split ``L_abh``
-   (:func:`lumoscore.topology.logical.design_logical_topology`), skipped when ``L1`` is empty;
+4. updates the logical topology ``C`` and the per-spine split ``L_abh``: by default
+   (``logical_mode="incremental"``) the running jobs keep their split and only ``L1`` is
+   assigned, greedily, to the links they leave free, filling few OCS groups
+   (:func:`~lumoscore.topology.logical.extend_logical_topology`); when that is not
+   contention-free, or with ``logical_mode="full"``, the whole ``L`` is split afresh
+   (:func:`~lumoscore.topology.logical.design_logical_topology`: Heuristic-Decomposition for
+   ``tau = 2``, Theorem 4.1). Skipped when ``L1`` is empty;
 5. with a wiring, reconfigures the OCS groups whose ``C_h`` changed through
    :func:`lumoscore.toe.configure` (minimal rewiring from ``state.circuits``), measures the
    rewired circuits and, with ``iota``, plans the staged reconfiguration
@@ -48,22 +53,30 @@ True
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from lumoscore.errors import InfeasibleError
+from lumoscore.errors import ConfigError, InfeasibleError
 from lumoscore.placement.demand import job_demand, share_paths
 from lumoscore.placement.policies import PlacementPolicy, get_policy
 from lumoscore.placement.state import ClusterState, DemandPart, Placement, Refusal
 from lumoscore.toe import StagedPlan, ToeResult, circuit_loss, configure, rewired_circuits
 from lumoscore.toe import staged_plan as toe_staged_plan
-from lumoscore.topology.logical import LogicalTopology, backup_mesh, design_logical_topology
+from lumoscore.topology.logical import (
+    LogicalTopology,
+    backup_mesh,
+    design_logical_topology,
+    extend_logical_topology,
+    shrink_logical_topology,
+)
 from lumoscore.workload.job import Job
 
 __all__ = [
+    "LOGICAL_MODES",
     "Admission",
     "Reconfiguration",
     "admit",
@@ -74,6 +87,12 @@ __all__ = [
 ]
 
 IntArray = NDArray[np.int64]
+
+LOGICAL_MODES: tuple[str, ...] = ("incremental", "full")
+"""``logical_mode`` values: ``incremental`` keeps the running jobs' split ``L_abh`` and adds
+(greedy) or removes only the event's demand, falling back to ``full`` (a fresh
+:func:`~lumoscore.topology.logical.design_logical_topology` of the whole ``L``) when the
+greedy addition is not contention-free; ``full`` always recomputes (the paper's procedure)."""
 
 
 @dataclass(frozen=True)
@@ -166,8 +185,10 @@ def reconfigure(
     method: str = "auto",
     iota: float | None = None,
     backup: bool = False,
+    logical: LogicalTopology | None = None,
 ) -> Reconfiguration:
-    """Recompute the logical topology of ``state.L`` and, with a wiring, the OCS configuration.
+    """Recompute the logical topology of ``state.L`` (or take ``logical``, already computed)
+    and, with a wiring, the OCS configuration.
 
     Only groups whose demand changed are handed to the ToE; the others keep their circuits.
     Updates ``state.logical`` and ``state.circuits``.
@@ -183,7 +204,7 @@ def reconfigure(
     spec = state.spec
     t0 = time.perf_counter()
     cap = state.link_capacity()
-    topo = design_logical_topology(state.L, spec, method=method, capacity=cap)
+    topo = logical or design_logical_topology(state.L, spec, method=method, capacity=cap)
     t1 = time.perf_counter()
     notes: list[str] = []
     if wiring is None:
@@ -230,6 +251,27 @@ def reconfigure(
     )
 
 
+def _matrix(part: DemandPart, n: int) -> sp.csr_array:
+    return sp.csr_array((part.values, (part.rows, part.cols)), shape=(n, n))
+
+
+def _incremental(
+    state: ClusterState, part: DemandPart, add: bool, mode: str
+) -> LogicalTopology | None:
+    """The split after adding/removing ``part`` without moving the rest, or None (recompute)."""
+    if mode not in LOGICAL_MODES:
+        raise ConfigError(f"logical_mode: unknown {mode!r}; allowed: {', '.join(LOGICAL_MODES)}")
+    old = state.logical
+    cap = state.link_capacity()
+    if mode == "full" or old is None or not np.array_equal(old.capacity, cap):
+        return None
+    m = _matrix(part, state.spec.leaves)
+    if not add:
+        return shrink_logical_topology(old, m, state.spec)
+    topo = extend_logical_topology(old, m, state.spec, capacity=cap)
+    return topo if topo.contention_free else None
+
+
 def _overloaded(state: ClusterState, part: DemandPart, limit: int) -> IntArray:
     n = state.spec.leaves
     add = np.bincount(part.rows, weights=part.values, minlength=n).astype(np.int64)
@@ -245,6 +287,7 @@ def admit(
     policy: str | PlacementPolicy = "locality",
     demand_method: str = "research",
     logical_method: str = "auto",
+    logical_mode: str = "incremental",
     replace_attempts: int = 2,
     share: bool = True,
     iota: float | None = None,
@@ -301,9 +344,19 @@ def admit(
     t1 = time.perf_counter()
     rec = None
     if part.total or state.logical is None:
+        tl = time.perf_counter()
+        topo = _incremental(state, part, True, logical_mode) if part.total else None
+        tl = time.perf_counter() - tl
         rec = reconfigure(
-            state, wiring=wiring, solver=solver, method=logical_method, iota=iota, backup=backup
+            state,
+            wiring=wiring,
+            solver=solver,
+            method=logical_method,
+            iota=iota,
+            backup=backup,
+            logical=topo,
         )
+        rec = replace(rec, logical_time_s=rec.logical_time_s + tl)
     return Admission(
         job.job_id,
         got,
@@ -322,6 +375,7 @@ def finish(
     wiring: Any = None,
     solver: str = "mdmcf",
     logical_method: str = "auto",
+    logical_mode: str = "incremental",
     reconfigure_now: bool = True,
     iota: float | None = None,
     backup: bool = False,
@@ -331,9 +385,18 @@ def finish(
     part = state.job_demand.get(job_id)
     p = state.release(job_id)
     rec = None
-    if reconfigure_now and part is not None and part.total:
+    if part is not None and part.total and not reconfigure_now:
+        state.logical = _incremental(state, part, False, logical_mode)  # None: recompute later
+    elif part is not None and part.total:
+        topo = _incremental(state, part, False, logical_mode)
         rec = reconfigure(
-            state, wiring=wiring, solver=solver, method=logical_method, iota=iota, backup=backup
+            state,
+            wiring=wiring,
+            solver=solver,
+            method=logical_method,
+            iota=iota,
+            backup=backup,
+            logical=topo,
         )
     return Admission(job_id, p, demand=part, reconfiguration=rec, released=(job_id,))
 

@@ -56,9 +56,11 @@ from lumoscore.topology.logical import (  # noqa: E402 (after the wiring block)
     backup_mesh,
     check_logical_topology,
     design_logical_topology,
+    extend_logical_topology,
     greedy_spine_assignment,
     heuristic_decomposition,
     ilp_logical_topology,
+    shrink_logical_topology,
     theorem_42_condition,
 )
 
@@ -68,8 +70,10 @@ __all__ += [
     "backup_mesh",
     "check_logical_topology",
     "design_logical_topology",
+    "extend_logical_topology",
     "greedy_spine_assignment",
     "heuristic_decomposition",
     "ilp_logical_topology",
+    "shrink_logical_topology",
     "theorem_42_condition",
 ]

@@ -70,9 +70,11 @@ __all__ = [
     "backup_mesh",
     "check_logical_topology",
     "design_logical_topology",
+    "extend_logical_topology",
     "greedy_spine_assignment",
     "heuristic_decomposition",
     "ilp_logical_topology",
+    "shrink_logical_topology",
     "theorem_42_condition",
 ]
 
@@ -302,6 +304,65 @@ def theorem_42_condition(L: Any, spec: ClusterSpec) -> bool:
     return bool(rows.max(initial=0) * 2 <= spec.k_leaf)
 
 
+def _greedy(
+    r: IntArray,
+    c: IntArray,
+    v: IntArray,
+    cap: IntArray,
+    load: IntArray,
+    concentrate: bool,
+) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """Greedy spine assignment of the pairs ``(r, c, v)`` on top of ``load`` (updated in
+    place); returns the upper-orientation COO ``(a, b, h, value)``."""
+    H = cap.shape[1]
+    hs = np.arange(H)
+    touched = np.zeros(H, bool)
+    out_a, out_b, out_h, out_v = [], [], [], []
+    for a, b, m in zip(r.tolist(), c.tolist(), v.tolist(), strict=True):
+        common = np.maximum(np.minimum(cap[a] - load[a], cap[b] - load[b]), 0)
+        take = np.zeros(H, np.int64)
+        left = m
+        if concentrate:  # fill spines already used by this call first, then by index
+            order = np.lexsort((hs, ~touched))
+            fill = np.minimum(
+                common[order], np.maximum(0, left - np.cumsum(common[order]) + common[order])
+            )
+            take[order] = fill
+            left -= int(fill.sum())
+        else:  # round-robin, most common free links first
+            order = np.lexsort((hs, -common))
+            while left > 0:
+                avail = order[(common - take)[order] > 0][:left]
+                if avail.size == 0:
+                    break
+                take[avail] += 1
+                left -= avail.size
+        while left > 0:  # the theorem's condition failed: least-contended spine
+            worse = np.maximum(load[a] + take, load[b] + take) - np.minimum(cap[a], cap[b])
+            k = int(np.lexsort((hs, worse))[0])
+            take[k] += 1
+            left -= 1
+        load[a] += take
+        load[b] += take
+        nz = np.flatnonzero(take)
+        touched[nz] = True
+        out_a.append(np.full(nz.size, a))
+        out_b.append(np.full(nz.size, b))
+        out_h.append(nz)
+        out_v.append(take[nz])
+    if not out_a:
+        z = np.zeros(0, np.int64)
+        return z, z, z, z
+    a_, b_, h_, v_ = (np.concatenate(x).astype(np.int64) for x in (out_a, out_b, out_h, out_v))
+    return a_, b_, h_, v_
+
+
+def _mirror(
+    a: IntArray, b: IntArray, h: IntArray, v: IntArray
+) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    return np.r_[a, b], np.r_[b, a], np.r_[h, h], np.r_[v, v]
+
+
 def greedy_spine_assignment(L: Any, spec: ClusterSpec, *, capacity: Any = None) -> LogicalTopology:
     """Theorem 4.2's greedy: each pair's requirements on spines free at both leaves.
 
@@ -323,45 +384,81 @@ def greedy_spine_assignment(L: Any, spec: ClusterSpec, *, capacity: Any = None) 
     """
     cap = _capacity(spec, capacity)
     r, c, v = _coo(L, spec)
-    H = spec.ocs_groups
-    load = np.zeros_like(cap)
-    hs = np.arange(H)
-    out_a, out_b, out_h, out_v = [], [], [], []
-    for a, b, m in zip(r.tolist(), c.tolist(), v.tolist(), strict=True):
-        common = np.maximum(np.minimum(cap[a] - load[a], cap[b] - load[b]), 0)
-        take = np.zeros(H, np.int64)
-        left = m
-        order = np.lexsort((hs, -common))
-        while left > 0:
-            avail = order[(common - take)[order] > 0][:left]
-            if avail.size == 0:
-                break
-            take[avail] += 1
-            left -= avail.size
-        while left > 0:  # the theorem's condition failed: least-contended spine
-            worse = np.maximum(load[a] + take, load[b] + take) - np.minimum(cap[a], cap[b])
-            k = int(np.lexsort((hs, worse))[0])
-            take[k] += 1
-            left -= 1
-        load[a] += take
-        load[b] += take
-        nz = np.flatnonzero(take)
-        out_a.append(np.full(nz.size, a))
-        out_b.append(np.full(nz.size, b))
-        out_h.append(nz)
-        out_v.append(take[nz])
-    if not out_a:
-        return _empty(spec, cap, "greedy")
-    a_, b_, h_, v_ = (np.concatenate(x).astype(np.int64) for x in (out_a, out_b, out_h, out_v))
+    parts = _greedy(r, c, v, cap, np.zeros_like(cap), concentrate=False)
+    return _build(*_mirror(*parts), spec, cap, "greedy")
+
+
+def extend_logical_topology(
+    topo: LogicalTopology, L_add: Any, spec: ClusterSpec, *, capacity: Any = None
+) -> LogicalTopology:
+    """Add demand ``L_add`` to a symmetric split without moving what is already placed.
+
+    The new requirements go greedily onto the links left free by ``topo`` (same rule as
+    :func:`greedy_spine_assignment`, but filling the spines this call already uses first, so
+    few OCS groups change). The result may have contention when the residual links do not
+    suffice; callers then recompute from scratch (:func:`design_logical_topology`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=2, k_leaf=4, k_spine=2, tau=2, gpus_per_server=2)
+    >>> L = np.array([[0, 2], [2, 0]])
+    >>> t = extend_logical_topology(heuristic_decomposition(L, spec), L, spec)
+    >>> t.C[:, 0, 1].tolist(), t.contention_free      # 1 + 1 before, one more on each
+    ([2, 2], True)
+    """
+    cap = _capacity(spec, capacity)
+    r, c, v = _coo(L_add, spec)
+    load = np.maximum(topo.leaf_up, topo.leaf_down)
+    a, b, h, val = _greedy(r, c, v, cap, load, concentrate=True)
+    ma, mb, mh, mv = _mirror(a, b, h, val)
     return _build(
-        np.concatenate([a_, b_]),
-        np.concatenate([b_, a_]),
-        np.concatenate([h_, h_]),
-        np.concatenate([v_, v_]),
-        spec,
-        cap,
-        "greedy",
-    )
+        np.r_[topo.a, ma], np.r_[topo.b, mb], np.r_[topo.h, mh], np.r_[topo.value, mv],
+        spec, cap, "incremental",
+    )  # fmt: skip
+
+
+def shrink_logical_topology(
+    topo: LogicalTopology, L_remove: Any, spec: ClusterSpec, *, capacity: Any = None
+) -> LogicalTopology:
+    """Remove demand ``L_remove`` (at most what ``topo`` carries per pair) from a split.
+
+    A pair's requirements are taken off its highest-numbered spines first, in both directions
+    alike, so a symmetric split stays symmetric; loads only fall, so (5)(6)(8) keep holding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=2, k_leaf=4, k_spine=2, tau=2, gpus_per_server=2)
+    >>> t = heuristic_decomposition(np.array([[0, 4], [4, 0]]), spec)
+    >>> shrink_logical_topology(t, np.array([[0, 1], [1, 0]]), spec).C[:, 0, 1].tolist()
+    [2, 1]
+    """
+    cap = topo.capacity if capacity is None else _capacity(spec, capacity)
+    r, c, v = _coo(L_remove, spec)
+    n = spec.leaves
+    key_pair = np.minimum(topo.a, topo.b) * n + np.maximum(topo.a, topo.b)
+    want = np.zeros(key_pair.size, np.int64)
+    if v.size:
+        pk = r * n + c
+        pos = np.searchsorted(pk, key_pair)
+        hit = (pos < pk.size) & (pk[np.minimum(pos, pk.size - 1)] == key_pair)
+        want[hit] = v[pos[hit]]
+    # order entries by (direction, pair, spine descending); cumulative removal inside a group
+    direction = (topo.a > topo.b).astype(np.int64)
+    order = np.lexsort((-topo.h, key_pair, direction))
+    grp = direction[order] * (n * n) + key_pair[order]
+    vals = topo.value[order]
+    csum = np.cumsum(vals)
+    start = np.r_[True, grp[1:] != grp[:-1]]
+    base = np.maximum.accumulate(np.where(start, csum - vals, 0))
+    before = csum - vals - base
+    rem = np.clip(want[order] - before, 0, vals)
+    left = vals - rem
+    o = order
+    return _build(topo.a[o], topo.b[o], topo.h[o], left, spec, cap, topo.method)
 
 
 def ilp_logical_topology(
