@@ -223,11 +223,14 @@ def reconfigure(
     changed = np.flatnonzero((prev != demand).any(axis=(1, 2)))
     res = None
     new = old
+    rewired = 0
     if changed.size:
         res = configure(demand[changed], wiring, current=old, solver=solver, groups=changed)
-        keep = old[~np.isin(old[:, 0], changed)] if len(old) else old
-        new = np.concatenate([keep, res.circuits]).astype(np.int64)
+        hit = np.isin(old[:, 0], changed) if len(old) else np.zeros(0, bool)
+        new = np.concatenate([old[~hit], res.circuits]).astype(np.int64)
         new = new[np.lexsort(new.T[::-1])]
+        # unchanged groups keep their circuits: compare the changed groups only
+        rewired = rewired_circuits(res.circuits, old[hit]) if len(res.circuits) else 0
     t2 = time.perf_counter()
     plan = None
     if iota is not None and len(old) and changed.size:
@@ -243,7 +246,7 @@ def reconfigure(
         circuits=new,
         toe=res,
         changed_groups=tuple(int(h) for h in changed),
-        rewired_circuits=rewired_circuits(new, old) if len(new) else 0,
+        rewired_circuits=rewired,
         plan=plan,
         logical_time_s=t1 - t0,
         toe_time_s=t2 - t1,
