@@ -20,7 +20,12 @@ from lumoscore.placement import (
     share_paths,
 )
 from lumoscore.toe import evaluate, verify_configuration
-from lumoscore.topology import ClusterSpec, build_wiring, check_logical_topology
+from lumoscore.topology import (
+    ClusterSpec,
+    build_wiring,
+    check_logical_topology,
+    theorem_42_condition,
+)
 from lumoscore.traffic import leaf_demand
 from lumoscore.workload import Job
 
@@ -187,3 +192,22 @@ def test_random_admission_sequences(events: list, mode: str) -> None:
                 assert msgs == [] and topo.contention_free  # Theorem 4.1
             if topo.contention_free:  # the OCS configuration realizes C exactly
                 assert verify_configuration(WIRING, state.circuits, topo.C) == []
+
+
+def test_tau1_admission_and_staged_plan() -> None:
+    spec = ClusterSpec(pods=6, k_leaf=8, k_spine=4, tau=1, gpus_per_server=4, ocs_ports=6)
+    wiring = build_wiring(spec, "cross")  # 4 leaves x 8 GPUs a pod, 8 spines = 8 OCS groups
+    state = ClusterState.empty(spec)
+    plans = []
+    for k, (g, pp) in enumerate([(64, 4), (64, 2), (48, 4), (16, 2)]):
+        adm = admit(state, make_job(k, g, pp, 4), wiring=wiring, iota=0.5)
+        assert adm.admitted
+        topo = state.logical
+        if theorem_42_condition(state.L, spec):
+            assert topo.contention_free  # Theorem 4.2 (greedy, or the incremental greedy)
+        assert not [m for m in check_logical_topology(state.L, topo, spec) if m[:3] != "(6)"]
+        if adm.plan is not None:
+            plans.append(adm.plan)
+            assert adm.plan.max_loss_share <= 0.5
+    assert (state.row_sums() <= spec.k_leaf).all()
+    assert plans  # later arrivals reconfigure a deployed configuration in stages

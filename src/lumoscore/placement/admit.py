@@ -44,8 +44,8 @@ Examples
 >>> adm = admit(st, job, wiring=w)
 >>> adm.admitted, adm.placement.pods, adm.logical.contention_free
 (True, (0, 1), True)
->>> adm.reconfiguration.rewired_circuits == len(st.circuits) > 0
-True
+>>> adm.rewired_circuits == len(st.circuits) > 0, adm.C.shape, adm.toe.solver
+(True, (8, 4, 4), 'mdmcf')
 >>> finish(st, 1, wiring=w).reconfiguration.circuits.shape
 (0, 6)
 """
@@ -158,6 +158,26 @@ class Admission:
     def logical(self) -> LogicalTopology | None:
         """Logical topology after the event (None when not recomputed)."""
         return None if self.reconfiguration is None else self.reconfiguration.logical
+
+    @property
+    def C(self) -> IntArray | None:
+        """Pod-level logical topology ``(H, P, P)`` after the event (None: unchanged)."""
+        return None if self.logical is None else self.logical.C
+
+    @property
+    def toe(self) -> ToeResult | None:
+        """The ToE result (None: no OCS group changed or no wiring)."""
+        return None if self.reconfiguration is None else self.reconfiguration.toe
+
+    @property
+    def rewired_circuits(self) -> int:
+        """Circuits set up by the event's reconfiguration (0 without one)."""
+        return 0 if self.reconfiguration is None else self.reconfiguration.rewired_circuits
+
+    @property
+    def plan(self) -> StagedPlan | None:
+        """Staged reconfiguration plan (with ``iota``)."""
+        return None if self.reconfiguration is None else self.reconfiguration.plan
 
 
 def feasible_demand(C: Any, k_spine: int) -> IntArray:
