@@ -95,7 +95,7 @@ LOGICAL_MODES: tuple[str, ...] = ("incremental", "full")
 greedy addition is not contention-free; ``full`` always recomputes (the paper's procedure)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
 class Reconfiguration:
     """Logical topology and OCS configuration after an event.
 
@@ -130,7 +130,7 @@ class Reconfiguration:
     notes: tuple[str, ...] = field(default=())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
 class Admission:
     """Outcome of :func:`admit` (or :func:`finish` / :func:`fail`).
 

@@ -61,7 +61,7 @@ class PlacementError(PreconditionError):
     """A placement breaks the state (GPU already owned, failed, unknown job, ...)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
 class Placement:
     """Where a job runs.
 
@@ -120,7 +120,7 @@ class Refusal:
     detail: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
 class DemandPart:
     """A running job's leaf-level cross-pod demand as symmetric COO entries (both orientations).
 
@@ -145,7 +145,7 @@ def _empty_int() -> IntArray:
     return np.zeros(0, np.int64)
 
 
-@dataclass
+@dataclass(eq=False)
 class ClusterState:
     """Mutable cluster state; see the module docstring. Build with :meth:`empty`."""
 

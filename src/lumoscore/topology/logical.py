@@ -84,7 +84,7 @@ LOGICAL_METHODS: tuple[str, ...] = ("auto", "heuristic", "greedy", "ilp")
 """Methods accepted by :func:`design_logical_topology`."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
 class LogicalTopology:
     """A per-spine split of ``L`` and the pod-level logical topology it induces.
 
