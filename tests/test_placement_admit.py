@@ -211,3 +211,24 @@ def test_tau1_admission_and_staged_plan() -> None:
             assert adm.plan.max_loss_share <= 0.5
     assert (state.row_sums() <= spec.k_leaf).all()
     assert plans  # later arrivals reconfigure a deployed configuration in stages
+
+
+def test_backup_mesh_split_of_and_server_failure() -> None:
+    state = ClusterState.empty(SPEC)
+    job = make_job(1, 64, pp=4, ep=8)
+    adm = admit(state, job, wiring=WIRING, backup=True)
+    C = adm.C
+    # the circuits realise C plus a backup built from idle ports: at least C on every pair
+    from lumoscore.topology import logical_topology
+
+    realised = logical_topology(WIRING, state.circuits)
+    assert (realised >= C).all() and realised.sum() > C.sum()
+    assert (realised.sum(axis=2) <= SPEC.k_spine).all()
+    # planned routing: the split of every demanded pair sums to L
+    a, b = np.nonzero(state.L)
+    split = adm.logical.split_of(a, b)
+    assert (split.sum(axis=1) == state.L[a, b]).all()
+    # a server failure releases the job and empties the demand
+    server = int(adm.placement.gpus[0]) // SPEC.gpus_per_server
+    out = fail(state, servers=[server], wiring=WIRING)
+    assert out.released == (1,) and not state.L.any() and state.check() == []

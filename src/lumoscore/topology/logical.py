@@ -143,6 +143,32 @@ class LogicalTopology:
         """Constraints (6) hold and no spine needs more OCS ports than it has."""
         return self.max_contention <= 1
 
+    def split_of(self, a: Any, b: Any) -> IntArray:
+        """``L_abh`` for leaf pairs ``(a[k], b[k])``: an ``(len(a), H)`` array (planned routing:
+        a pair's traffic uses spine ``h`` for ``L_abh`` of its links).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from lumoscore.topology import ClusterSpec
+        >>> spec = ClusterSpec(pods=2, k_leaf=4, k_spine=2, tau=2, gpus_per_server=2)
+        >>> t = heuristic_decomposition(np.array([[0, 3], [3, 0]]), spec)
+        >>> t.split_of([0, 1], [1, 0]).tolist()
+        [[1, 2], [1, 2]]
+        """
+        n, H = self.leaf_up.shape
+        qa = np.asarray(a, dtype=np.int64).reshape(-1)
+        qb = np.asarray(b, dtype=np.int64).reshape(-1)
+        key = (self.a * n + self.b) * H + self.h  # unique per entry (built by _build)
+        order = np.argsort(key)
+        sk = key[order]
+        q = ((qa * n + qb)[:, None] * H + np.arange(H)).reshape(-1)
+        pos = np.minimum(np.searchsorted(sk, q), max(sk.size - 1, 0))
+        hit = (sk[pos] == q) if sk.size else np.zeros(q.size, bool)
+        out = np.zeros(q.size, np.int64)
+        out[hit] = self.value[order[pos[hit]]]
+        return out.reshape(-1, H)
+
     def dense(self) -> IntArray:
         """``L_abh`` as a dense ``(H, leaves, leaves)`` array (small clusters only)."""
         n = self.leaf_up.shape[0]
