@@ -24,6 +24,7 @@ from lumoscore.topology import (
     ClusterSpec,
     build_wiring,
     check_logical_topology,
+    logical_topology,
     theorem_42_condition,
 )
 from lumoscore.traffic import leaf_demand
@@ -219,8 +220,6 @@ def test_backup_mesh_split_of_and_server_failure() -> None:
     adm = admit(state, job, wiring=WIRING, backup=True)
     C = adm.C
     # the circuits realise C plus a backup built from idle ports: at least C on every pair
-    from lumoscore.topology import logical_topology
-
     realised = logical_topology(WIRING, state.circuits)
     assert (realised >= C).all() and realised.sum() > C.sum()
     assert (realised.sum(axis=2) <= SPEC.k_spine).all()

@@ -87,6 +87,7 @@ EVENT = st.tuples(
     st.sampled_from([1, 2, 4]),
     st.sampled_from([8, 16, 32]),
     st.integers(0, 10**6),
+    st.sampled_from([4, 8]),
 )
 
 
@@ -96,9 +97,9 @@ def test_random_sequences_keep_invariants(policy: str, events: list) -> None:
     pol = get_policy(policy, pod_selection="greedy")
     state = ClusterState.empty(SPEC)
     jobs: dict[int, Job] = {}
-    for k, (kind, gpus, pp, ep, r) in enumerate(events):
+    for k, (kind, gpus, pp, ep, r, tp) in enumerate(events):
         if kind == "arrive":
-            job = make_job(k, gpus, pp=pp, ep=ep)
+            job = make_job(k, gpus, pp=pp, ep=ep, tp=tp)  # tp = 4: two TP groups a server
             failed_before = state.failed.copy()
             p = pol.place(state, job)
             if p is None:
