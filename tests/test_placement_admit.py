@@ -15,8 +15,10 @@ from lumoscore.placement import (
     DemandPart,
     admit,
     fail,
+    feasible_demand,
     finish,
     job_demand,
+    reconfigure,
     share_paths,
 )
 from lumoscore.toe import evaluate, verify_configuration
@@ -231,3 +233,22 @@ def test_backup_mesh_split_of_and_server_failure() -> None:
     server = int(adm.placement.gpus[0]) // SPEC.gpus_per_server
     out = fail(state, servers=[server], wiring=WIRING)
     assert out.released == (1,) and not state.L.any() and state.check() == []
+
+
+def test_contention_report_when_spines_run_out_of_ports() -> None:
+    # tau = 1 beyond Theorem 4.2: a leaf with K_leaf partners that pairwise form triangles
+    spec = ClusterSpec(pods=3, k_leaf=2, k_spine=2, tau=1, gpus_per_server=1, ocs_ports=3)
+    wiring = build_wiring(spec, "cross")
+    state = ClusterState.empty(spec)
+    for x, y in [(0, 2), (2, 4), (0, 4)]:
+        state.L[x, y] = state.L[y, x] = 1
+    rec = reconfigure(state, wiring=wiring)
+    assert rec.logical.max_contention == 2
+    C = rec.logical.C
+    C_asked = feasible_demand(C, spec.k_spine)
+    assert (C_asked.sum(axis=2) <= spec.k_spine).all()
+    assert (C_asked.transpose(0, 2, 1) == C_asked).all()
+    assert verify_configuration(wiring, state.circuits, C_asked) == []
+    assert np.array_equal(logical_topology(wiring, state.circuits), C_asked)
+    expect = np.where(C > 0, -(-C // np.maximum(C_asked, 1)), 0)
+    assert np.array_equal(rec.spine_link_contention, expect)

@@ -113,6 +113,10 @@ class Reconfiguration:
         Circuits of the new configuration absent from the previous one.
     plan : StagedPlan or None
         Staged reconfiguration (with ``iota`` and a previous configuration).
+    spine_link_contention : ndarray or None
+        ``(H, P, P)`` contention level of the spine-to-spine (OCS) links of every pod pair:
+        requirements ``C_ijh`` per circuit asked from the ToE, rounded up (1 unless ``C`` had
+        to be scaled down to the spines' ports; 0 for unused pairs). None without a wiring.
     logical_time_s, toe_time_s : float
         Wall-clock time of the two steps.
     notes : tuple of str
@@ -125,6 +129,7 @@ class Reconfiguration:
     changed_groups: tuple[int, ...] = ()
     rewired_circuits: int = 0
     plan: StagedPlan | None = None
+    spine_link_contention: IntArray | None = None
     logical_time_s: float = 0.0
     toe_time_s: float = 0.0
     notes: tuple[str, ...] = field(default=())
@@ -233,6 +238,7 @@ def reconfigure(
     demand = feasible_demand(topo.C, spec.k_spine)
     if not np.array_equal(demand, topo.C):
         notes.append("logical topology scaled down to the spines' OCS ports (contention)")
+    links = np.where(topo.C > 0, -(-topo.C // np.maximum(demand, 1)), 0)
     if backup:
         demand = demand + backup_mesh(demand, spec)
     old = state.circuits
@@ -268,6 +274,7 @@ def reconfigure(
         changed_groups=tuple(int(h) for h in changed),
         rewired_circuits=rewired,
         plan=plan,
+        spine_link_contention=links,
         logical_time_s=t1 - t0,
         toe_time_s=t2 - t1,
         notes=tuple(notes),
