@@ -14,7 +14,8 @@ Two figures (2-core machine shared with other engineers: timings are noisy):
 * **4096 GPUs, 1000 arrivals** -- 32 pods of 128 GPUs; the 1000-job ``lumoscore-paper`` trace
   (seed 0) replayed in time order with ideal run times and a FIFO queue (head-of-line
   blocking): every ``admit`` (including refused attempts) and every ``finish`` (release +
-  incremental reconfiguration + ToE) is timed. Target: total <= 30 s (the public research
+  incremental reconfiguration + ToE) is timed; the target applies to their sum (admit calls
+  alone and the replay's CPU time are reported too). Target: total <= 30 s (the public research
   code spends about 1.5 s per arrival at this size, mostly building ILPs in Python).
 
 Prints the figures and, last, one JSON line ``{"figures", "targets", "met"}``.
@@ -101,7 +102,8 @@ def bench_4k() -> dict[str, float | int]:
     events: list[tuple[float, int, int]] = [(j.arrival_s, 1, j.job_id) for j in jobs]
     heapq.heapify(events)
     queue: deque[int] = deque()
-    spent = 0.0
+    spent = spent_admit = 0.0
+    cpu0 = time.process_time()
     admits = finishes = 0
     methods: Counter[str] = Counter()
     rewired = shared = 0
@@ -118,7 +120,9 @@ def bench_4k() -> dict[str, float | int]:
             job = by_id[queue[0]]
             t0 = time.perf_counter()
             adm = admit(state, job, wiring=wiring)
-            spent += time.perf_counter() - t0
+            dt = time.perf_counter() - t0
+            spent += dt
+            spent_admit += dt
             admits += 1
             if not adm.admitted:
                 break
@@ -128,6 +132,7 @@ def bench_4k() -> dict[str, float | int]:
             if adm.reconfiguration is not None:
                 methods[adm.reconfiguration.logical.method] += 1
                 rewired += adm.reconfiguration.rewired_circuits
+    cpu = time.process_time() - cpu0
     kinds = Counter(r.reason for r in state.refusals)
     print(f"4096 GPUs ({spec.pods} pods), 1000-job lumoscore-paper trace, FIFO:")
     print(
@@ -135,9 +140,15 @@ def bench_4k() -> dict[str, float | int]:
         f" {finishes} finishes: {spent:.2f} s in total (target <= {TARGET_4K_TOTAL_S} s), "
         f"{spent / len(jobs) * 1e3:.1f} ms per arrival"
     )
+    print(
+        f"  of which admit calls {spent_admit:.2f} s; CPU time of the whole replay {cpu:.2f} s "
+        f"(wall-clock above; the difference is other engineers' load)"
+    )
     print(f"  logical topology: {dict(methods)}; rewired circuits {rewired}; links shared {shared}")
     return {
         "arrivals_4k_total_s": round(spent, 3),
+        "arrivals_4k_admit_s": round(spent_admit, 3),
+        "arrivals_4k_cpu_s": round(cpu, 3),
         "arrivals_4k_per_arrival_ms": round(spent / len(jobs) * 1e3, 3),
         "arrivals_4k_admit_calls": admits,
         "arrivals_4k_refusals": len(state.refusals),

@@ -68,9 +68,10 @@ from lumoscore.toe import StagedPlan, ToeResult, circuit_loss, configure, rewire
 from lumoscore.toe import staged_plan as toe_staged_plan
 from lumoscore.topology.logical import (
     LogicalTopology,
+    apply_split,
     backup_mesh,
     design_logical_topology,
-    extend_logical_topology,
+    free_link_split,
     shrink_logical_topology,
 )
 from lumoscore.workload.job import Job
@@ -229,6 +230,8 @@ def reconfigure(
     spec = state.spec
     t0 = time.perf_counter()
     cap = state.link_capacity()
+    if logical is None:  # a fresh split: the jobs' incremental parts are no longer separable
+        state.job_split.clear()
     topo = logical or design_logical_topology(state.L, spec, method=method, capacity=cap)
     t1 = time.perf_counter()
     notes: list[str] = []
@@ -286,7 +289,12 @@ def _matrix(part: DemandPart, n: int) -> sp.csr_array:
 
 
 def _incremental(
-    state: ClusterState, part: DemandPart, add: bool, mode: str
+    state: ClusterState,
+    job_id: int,
+    part: DemandPart,
+    add: bool,
+    mode: str,
+    split: Any = None,
 ) -> LogicalTopology | None:
     """The split after adding/removing ``part`` without moving the rest, or None (recompute)."""
     if mode not in LOGICAL_MODES:
@@ -297,9 +305,15 @@ def _incremental(
         return None
     m = _matrix(part, state.spec.leaves)
     if not add:
+        if split is not None:  # exactly what the job added: only its OCS groups change
+            return apply_split(old, split, state.spec, sign=-1)
         return shrink_logical_topology(old, m, state.spec)
-    topo = extend_logical_topology(old, m, state.spec, capacity=cap)
-    return topo if topo.contention_free else None
+    split = free_link_split(old, m, state.spec, capacity=cap)
+    topo = apply_split(old, split, state.spec, capacity=cap, method="incremental")
+    if not topo.contention_free:
+        return None
+    state.job_split[job_id] = split
+    return topo
 
 
 def _overloaded(state: ClusterState, part: DemandPart, limit: int) -> IntArray:
@@ -375,7 +389,7 @@ def admit(
     rec = None
     if part.total or state.logical is None:
         tl = time.perf_counter()
-        topo = _incremental(state, part, True, logical_mode) if part.total else None
+        topo = _incremental(state, job.job_id, part, True, logical_mode) if part.total else None
         tl = time.perf_counter() - tl
         rec = reconfigure(
             state,
@@ -413,12 +427,13 @@ def finish(
     """Release a finished job (GPUs and demand) and, if it had cross-pod demand and
     ``reconfigure_now``, recompute the logical topology and OCS configuration."""
     part = state.job_demand.get(job_id)
+    split = state.job_split.get(job_id)
     p = state.release(job_id)
     rec = None
     if part is not None and part.total and not reconfigure_now:
-        state.logical = _incremental(state, part, False, logical_mode)  # None: recompute later
+        state.logical = _incremental(state, job_id, part, False, logical_mode, split)
     elif part is not None and part.total:
-        topo = _incremental(state, part, False, logical_mode)
+        topo = _incremental(state, job_id, part, False, logical_mode, split)
         rec = reconfigure(
             state,
             wiring=wiring,

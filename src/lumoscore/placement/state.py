@@ -9,7 +9,9 @@ A :class:`ClusterState` holds, as NumPy arrays,
 * ``L`` -- the current leaf-level cross-pod demand (``leaves x leaves``, symmetric ``int64``),
   the sum over running jobs of their parts ``job_demand[job_id] = (rows, cols, values)``;
 * ``circuits`` -- the OCS configuration deployed now (``(n, 6)`` rows of
-  :mod:`lumoscore.toe`), ``logical`` -- the logical topology it realizes;
+  :mod:`lumoscore.toe`), ``logical`` -- the logical topology it realizes, ``job_split`` -- the
+  part of ``logical`` each job added incrementally (removed exactly when it finishes; cleared
+  by a full recomputation);
 * ``refusals`` -- the fragmentation record (one :class:`Refusal` per refused attempt).
 
 Every method that changes the state says so in its name (``allocate``, ``release``,
@@ -160,6 +162,7 @@ class ClusterState:
     refusals: list[Refusal] = field(default_factory=list)
     failed_links: IntArray | None = None
     rail_optimized: bool = False
+    job_split: dict[int, Any] = field(default_factory=dict)
 
     # ---- construction -----------------------------------------------------------------
     @classmethod
@@ -206,6 +209,7 @@ class ClusterState:
             refusals=list(self.refusals),
             failed_links=None if self.failed_links is None else self.failed_links.copy(),
             rail_optimized=self.rail_optimized,
+            job_split=dict(self.job_split),
         )
 
     # ---- queries ------------------------------------------------------------------------
@@ -302,6 +306,7 @@ class ClusterState:
         p = self.placements.pop(job_id)
         self.owner[p.gpus] = -1
         self.remove_demand(job_id)
+        self.job_split.pop(job_id, None)
         return p
 
     def fail_gpus(self, gpus: ArrayLike) -> tuple[int, ...]:

@@ -67,10 +67,13 @@ from lumoscore.topology.cluster import ClusterSpec
 __all__ = [
     "LOGICAL_METHODS",
     "LogicalTopology",
+    "Split",
+    "apply_split",
     "backup_mesh",
     "check_logical_topology",
     "design_logical_topology",
     "extend_logical_topology",
+    "free_link_split",
     "greedy_spine_assignment",
     "heuristic_decomposition",
     "ilp_logical_topology",
@@ -435,14 +438,72 @@ def extend_logical_topology(
     ([2, 2], True)
     """
     cap = _capacity(spec, capacity)
+    split = free_link_split(topo, L_add, spec, capacity=cap)
+    return apply_split(topo, split, spec, capacity=cap, method="incremental")
+
+
+Split = tuple[IntArray, IntArray, IntArray, IntArray]
+"""COO entries ``(a, b, h, value)`` of a per-spine split (both orientations)."""
+
+
+def free_link_split(
+    topo: LogicalTopology, L_add: Any, spec: ClusterSpec, *, capacity: Any = None
+) -> Split:
+    """The split of ``L_add`` that :func:`extend_logical_topology` adds to ``topo``, as COO
+    entries (both orientations), e.g. to remove exactly this part later (:func:`apply_split`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=2, k_leaf=4, k_spine=2, tau=2, gpus_per_server=2)
+    >>> t = heuristic_decomposition(np.zeros((2, 2), np.int64), spec)
+    >>> a, b, h, v = free_link_split(t, np.array([[0, 3], [3, 0]]), spec)
+    >>> a.tolist(), b.tolist(), h.tolist(), v.tolist()   # spine 0 filled first
+    ([0, 0, 1, 1], [1, 1, 0, 0], [0, 1, 0, 1], [2, 1, 2, 1])
+    """
+    cap = _capacity(spec, capacity)
     r, c, v = _coo(L_add, spec)
     load = np.maximum(topo.leaf_up, topo.leaf_down)
-    a, b, h, val = _greedy(r, c, v, cap, load, concentrate=True)
-    ma, mb, mh, mv = _mirror(a, b, h, val)
-    return _build(
-        np.r_[topo.a, ma], np.r_[topo.b, mb], np.r_[topo.h, mh], np.r_[topo.value, mv],
-        spec, cap, "incremental",
+    return _mirror(*_greedy(r, c, v, cap, load, concentrate=True))
+
+
+def apply_split(
+    topo: LogicalTopology,
+    split: Split,
+    spec: ClusterSpec,
+    *,
+    sign: int = 1,
+    capacity: Any = None,
+    method: str | None = None,
+) -> LogicalTopology:
+    """``topo`` with the entries of ``split`` added (``sign=1``) or removed (``sign=-1``).
+
+    Raises :class:`~lumoscore.errors.PreconditionError` if a removal takes more than ``topo``
+    carries on some ``(a, b, h)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=2, k_leaf=4, k_spine=2, tau=2, gpus_per_server=2)
+    >>> t = heuristic_decomposition(np.array([[0, 2], [2, 0]]), spec)
+    >>> s = free_link_split(t, np.array([[0, 1], [1, 0]]), spec)
+    >>> back = apply_split(apply_split(t, s, spec), s, spec, sign=-1)
+    >>> bool((back.dense() == t.dense()).all())
+    True
+    """
+    if sign not in (1, -1):
+        raise ConfigError(f"sign must be 1 or -1, got {sign}")
+    cap = topo.capacity if capacity is None else _capacity(spec, capacity)
+    a, b, h, v = (np.asarray(x, dtype=np.int64) for x in split)
+    out = _build(
+        np.r_[topo.a, a], np.r_[topo.b, b], np.r_[topo.h, h], np.r_[topo.value, sign * v],
+        spec, cap, topo.method if method is None else method,
     )  # fmt: skip
+    if (out.value < 0).any():
+        raise PreconditionError("apply_split: removing more than the split carries")
+    return out
 
 
 def shrink_logical_topology(
