@@ -8,13 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lumoscore.errors import ConfigError, InfeasibleError
+from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.topology import ClusterSpec
 from lumoscore.topology.logical import (
+    apply_split,
     backup_mesh,
     check_logical_topology,
     design_logical_topology,
     extend_logical_topology,
+    free_link_split,
     greedy_spine_assignment,
     heuristic_decomposition,
     ilp_logical_topology,
@@ -181,6 +183,12 @@ def test_extend_and_shrink_keep_constraints(spec: ClusterSpec, seed: int, fill: 
     assert (msgs == []) == ext.contention_free
     kept = topo.dense()  # the old split is untouched
     assert (ext.dense() >= kept).all()
+    split = free_link_split(topo, add, spec)  # the same entries, removable exactly
+    assert np.array_equal(apply_split(topo, split, spec).dense(), ext.dense())
+    assert np.array_equal(apply_split(ext, split, spec, sign=-1).dense(), kept)
+    if split[3].size:  # nothing to remove from an empty split
+        with pytest.raises(PreconditionError):
+            apply_split(heuristic_decomposition(0 * base, spec), split, spec, sign=-1)
     # remove part of the base demand again
     rem = np.minimum(base, rng.integers(0, 3, base.shape))
     rem = np.triu(rem, 1) + np.triu(rem, 1).T
