@@ -196,3 +196,11 @@ def test_extend_and_shrink_keep_constraints(spec: ClusterSpec, seed: int, fill: 
     msgs = check_logical_topology(base + add - rem, sh, spec)
     assert not [m for m in msgs if m.startswith(("(5)", "(8)"))]
     assert (sh.leaf_up <= ext.leaf_up).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(SPECS, st.integers(0, 2**32 - 1), st.floats(0.2, 3.0))
+def test_greedy_half_ports_any_tau(spec: ClusterSpec, seed: int, fill: float) -> None:
+    # the greedy's argument needs only row sums <= K_leaf / 2, for any tau (here tau = 2)
+    L = random_L(spec, np.random.default_rng(seed), spec.k_leaf // 2, fill)
+    assert check_logical_topology(L, greedy_spine_assignment(L, spec), spec) == []
