@@ -86,7 +86,17 @@ def test_two_flows_on_one_link_get_half_each() -> None:
     r = fab.routes(np.array([0, 8]), np.array([16, 24]), np.array([0, 1]))
     from lumoscore.sim.plan import RoundPlan
 
-    rp = RoundPlan(r.indptr, r.indices, np.ones(2), np.array([8e9, 8e9]), 0.0, "x", 0.0, 0.0)
+    rp = RoundPlan(
+        r.indptr,
+        r.indices,
+        np.ones(2),
+        np.array([8e9, 8e9]),
+        0.0,
+        "x",
+        0.0,
+        0.0,
+        np.unique(r.indices),
+    )
     fs.add(0, rp)
     dt = fs.solve()
     assert np.allclose(fs.rates, 50e9)
@@ -156,3 +166,63 @@ def test_too_big_jobs_are_rejected_and_bad_policy_named() -> None:
     assert bool(res.jobs["rejected"].iloc[0]) and res.summary["rejected"] == 1
     with pytest.raises(ConfigError, match="allowed: fifo"):
         Simulator(BestFabric(gpus=16), [], queue="lifo")
+
+
+def test_cli_simulate_json(tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from lumoscore.cli import build_app
+
+    out = tmp_path / "run"
+    res = CliRunner().invoke(
+        build_app(),
+        [
+            "simulate",
+            "--arch",
+            "best",
+            "--gpus",
+            "256",
+            "--preset",
+            "lumoscore-paper",
+            "--jobs",
+            "30",
+            "--seed",
+            "2",
+            "--out",
+            str(out),
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    for key in (
+        "jobs",
+        "mean_jrt_s",
+        "mean_jwt_s",
+        "mean_jct_s",
+        "p50_jct_s",
+        "p99_jct_s",
+        "wall_s",
+    ):
+        assert key in summary
+    assert summary["jobs"] == 30
+    import pandas as pd
+
+    table = pd.read_parquet(out / "jobs.parquet")
+    for col in ("job_id", "arrival_s", "start_s", "finish_s", "jrt_s", "jwt_s", "jct_s"):
+        assert col in table.columns
+    # on Best every job runs exactly its ideal time
+    assert (table["jrt_s"] - table["ideal_jrt_s"]).abs().max() < 1e-6
+
+
+def test_cli_simulate_bad_input_exit_2() -> None:
+    from lumoscore.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "--arch", "nosuch", "--gpus", "256", "--preset", "lumoscore-paper"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "--arch", "best", "--gpus", "256"])
+    assert exc.value.code == 2

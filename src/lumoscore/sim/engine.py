@@ -18,6 +18,11 @@ When a starting job shares links with an isolated one, the isolated job is switc
 contending at its exact current position (iteration, round, phase and the bits its flows still
 have to send), so the result is the same as simulating everything round by round.
 
+Contending jobs get the same treatment per round: a round whose links carry no other flows in
+flight runs on its precomputed solo timeline (one event, no rate computation); only when a
+round starts on links that are busy do the overlapping rounds move into the shared fluid set,
+at their exact progress. Rounds are short next to compute, so most rounds never meet another.
+
 Examples
 --------
 >>> from lumoscore.fabric import BestFabric
@@ -45,7 +50,7 @@ from lumoscore.fabric.base import Fabric
 from lumoscore.sim.events import EventQueue
 from lumoscore.sim.fluid import FluidSet
 from lumoscore.sim.placers import ServerPlacer
-from lumoscore.sim.plan import JobPlan, build_plan, solo_progress
+from lumoscore.sim.plan import JobPlan, RoundPlan, build_plan, solo_progress
 from lumoscore.sim.queueing import blocking, check_policy, ordered
 from lumoscore.sim.results import SimResult
 from lumoscore.workload.job import Job
@@ -134,6 +139,9 @@ class Simulator:
         fluid = FluidSet(cap)
         link_users = np.zeros(fab.n_links, dtype=np.int64)
         link_owner = np.full(fab.n_links, -1, dtype=np.int64)
+        inflight_count = np.zeros(fab.n_links, dtype=np.int64)
+        scratch = np.zeros(fab.n_links, dtype=bool)
+        inflight: dict[int, tuple[RoundPlan, float, str]] = {}
         waiting: deque[Job] = deque()
         running: dict[int, _Run] = {}
         n = len(self.jobs)
@@ -195,8 +203,51 @@ class Simulator:
                 priority=_P_ROUND,
             )
 
+        def end_inflight(jid: int) -> None:
+            rp, _, _ = inflight.pop(jid)
+            inflight_count[rp.links] -= 1
+
+        def to_fluid(jid: int, now: float) -> None:
+            """Move a solo in-flight round into the fluid set at its exact progress."""
+            rp, t0, mode = inflight[jid]
+            if mode == "fluid":
+                return
+            q.cancel(("roundend", jid))
+            _, rem = solo_progress(rp, cap, until_s=now - t0)
+            fluid.advance(now)
+            fluid.add(jid, rp, rem)
+            inflight[jid] = (rp, t0, "fluid")
+
+        def start_round(run: _Run, rp: RoundPlan, now: float, t0: float | None = None) -> None:
+            """Start a round's flows (``t0``: when they started, for a resumed round)."""
+            jid = run.job.job_id
+            t0 = now if t0 is None else t0
+            busy = bool(inflight_count[rp.links].any())
+            inflight_count[rp.links] += 1
+            if self.isolation and not busy:
+                inflight[jid] = (rp, t0, "solo")
+                q.schedule(
+                    t0 + rp.solo_s, "roundend", key=("roundend", jid), data=jid, priority=_P_ROUND
+                )
+                return
+            if busy:
+                scratch[rp.links] = True
+                for k in [k for k, v in inflight.items() if v[2] == "solo"]:
+                    if scratch[inflight[k][0].links].any():
+                        to_fluid(k, now)
+                scratch[rp.links] = False
+            inflight[jid] = (rp, t0, "fluid")
+            fluid.advance(now)
+            if t0 < now:
+                _, rem = solo_progress(rp, cap, until_s=now - t0)
+                fluid.add(jid, rp, rem)
+            else:
+                fluid.add(jid, rp)
+            resolve_fluid(now)
+
         def resolve_fluid(now: float) -> None:
             for jid in sorted(fluid.pop_finished()):
+                end_inflight(jid)
                 next_round(running[jid], now)
             dt = fluid.solve()
             if math.isfinite(dt):
@@ -228,11 +279,8 @@ class Simulator:
                     return
                 off -= rp.compute_s
                 if off < rp.solo_s:
-                    _, rem = solo_progress(rp, cap, until_s=off)
                     run.round_start_s = now - off
-                    fluid.advance(now)
-                    fluid.add(run.job.job_id, rp, rem)
-                    resolve_fluid(now)
+                    start_round(run, rp, now, t0=now - off)
                     return
                 off -= rp.solo_s
                 run.comm_s += rp.solo_s
@@ -331,9 +379,11 @@ class Simulator:
                 if rp.n_flows == 0 or rp.solo_s == 0.0:
                     next_round(run, now)
                     continue
-                fluid.advance(now)
-                fluid.add(run.job.job_id, rp)
-                resolve_fluid(now)
+                start_round(run, rp, now)
+            elif ev.kind == "roundend":
+                run = running[ev.data]
+                end_inflight(run.job.job_id)
+                next_round(run, now)
             elif ev.kind == "fluid":
                 fluid.advance(now)
                 resolve_fluid(now)

@@ -327,6 +327,28 @@ def _transpose(
 
 
 @numba.njit(cache=True)
+def _compact(
+    f_idx: NDArray[np.int64], capacity: FloatArray
+) -> tuple[NDArray[np.int64], FloatArray]:  # pragma: no cover - compiled
+    """Renumber the links that flows use as 0..m-1 (progressive filling scans links per level,
+    so a round that touches few of a large fabric's links must not pay for the others)."""
+    remap = np.full(capacity.size, -1, dtype=np.int64)
+    c_idx = np.empty(f_idx.size, dtype=np.int64)
+    m = 0
+    for k in range(f_idx.size):
+        l = f_idx[k]
+        if remap[l] < 0:
+            remap[l] = m
+            m += 1
+        c_idx[k] = remap[l]
+    c_cap = np.empty(m)
+    for l in range(capacity.size):
+        if remap[l] >= 0:
+            c_cap[remap[l]] = capacity[l]
+    return c_idx, c_cap
+
+
+@numba.njit(cache=True)
 def fluid_rates(
     f_ptr: NDArray[np.int64],
     f_idx: NDArray[np.int64],
@@ -335,6 +357,7 @@ def fluid_rates(
     alive: NDArray[np.bool_],
 ) -> FloatArray:  # pragma: no cover - compiled
     """Exact max-min rates of the ``alive`` weighted flows of a 0/1 route CSR."""
+    f_idx, capacity = _compact(f_idx, capacity)
     t_ptr, t_idx = _transpose(f_ptr, f_idx, capacity.size)
     ones_f = np.ones(f_idx.size)
     ones_t = np.ones(t_idx.size)
@@ -368,6 +391,7 @@ def fluid_run(
             alive[f] = True
         else:
             rem[f] = 0.0
+    f_idx, capacity = _compact(f_idx, capacity)
     t_ptr, t_idx = _transpose(f_ptr, f_idx, capacity.size)
     ones_f = np.ones(f_idx.size)
     ones_t = np.ones(t_idx.size)

@@ -47,6 +47,7 @@ class RoundPlan:
     tag: str
     solo_s: float
     ideal_s: float
+    links: IntArray
 
     @property
     def n_flows(self) -> int:
@@ -134,6 +135,7 @@ def build_plan(job: Job, gpus: IntArray, fabric: Fabric) -> JobPlan:
                 rnd.tag,
                 float(solo_s),
                 float(ideal),
+                np.unique(routes.indices),
             )
         )
         all_links.append(routes.indices)

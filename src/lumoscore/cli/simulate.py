@@ -1,0 +1,138 @@
+"""``lumos simulate``: run one job trace on one architecture."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from lumoscore.cli._common import JsonOption, emit_json
+from lumoscore.errors import ConfigError
+from lumoscore.sim.queueing import QUEUE_POLICIES
+
+__all__ = ["register", "summary_table"]
+
+
+def summary_table(title: str, rows: list[tuple[str, dict[str, float]]]) -> Table:
+    """A rich table of run summaries: one row per architecture, JRT/JWT/JCT columns."""
+    table = Table(title=title)
+    table.add_column("architecture")
+    table.add_column("jobs", justify="right")
+    for col in ("mean JRT", "mean JWT", "mean JCT", "p50 JCT", "p99 JCT"):
+        table.add_column(f"{col} (s)", justify="right")
+    table.add_column("wall (s)", justify="right")
+
+    def fmt(x: float) -> str:
+        return "-" if not math.isfinite(x) else f"{x:,.0f}"
+
+    for name, s in rows:
+        table.add_row(
+            name,
+            str(s["jobs"]),
+            fmt(s["mean_jrt_s"]),
+            fmt(s["mean_jwt_s"]),
+            fmt(s["mean_jct_s"]),
+            fmt(s["p50_jct_s"]),
+            fmt(s["p99_jct_s"]),
+            f"{s['wall_s']:.2f}",
+        )
+    return table
+
+
+def simulate(
+    arch: Annotated[
+        str, typer.Option("--arch", help="Architecture preset (e.g. best, clos-51.2T-3tier).")
+    ] = "best",
+    gpus: Annotated[int, typer.Option("--gpus", min=8, help="Cluster size in GPUs.")] = 4096,
+    trace: Annotated[
+        Path | None, typer.Option("--trace", help="Trace file (.csv/.parquet).")
+    ] = None,
+    preset: Annotated[
+        str | None, typer.Option("--preset", help="Trace preset to generate instead of --trace.")
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", min=1, help="Jobs to generate (with --preset).")
+    ] = 1000,
+    beta: Annotated[
+        float | None, typer.Option("--beta", help="Mean inter-arrival time, s (with --preset).")
+    ] = None,
+    load: Annotated[
+        float | None, typer.Option("--load", help="Target workload level, Eq. 9 (with --preset).")
+    ] = None,
+    routing: Annotated[
+        str | None, typer.Option("--routing", help="Routing policy of the fabric.")
+    ] = None,
+    queue: Annotated[
+        str, typer.Option("--queue", help=f"Queue policy: {', '.join(QUEUE_POLICIES)}.")
+    ] = "fifo",
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the trace and of every random choice.")
+    ] = 0,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Directory for jobs.parquet/csv, queue.csv, summary.json."),
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Simulate a job trace on one architecture and print JRT/JWT/JCT statistics."""
+    from lumoscore.fabric.presets import make_fabric
+    from lumoscore.sim.engine import Simulator
+    from lumoscore.workload import generate_trace, read_trace
+
+    if (trace is None) == (preset is None):
+        raise ConfigError("give exactly one of --trace FILE or --preset NAME")
+    if trace is not None and (beta is not None or load is not None):
+        raise ConfigError("--beta and --load apply to --preset traces only")
+    if beta is not None and load is not None:
+        raise ConfigError("give at most one of --beta and --load")
+    fabric = make_fabric(arch, gpus, routing=routing, seed=seed)
+    if trace is not None:
+        tr = read_trace(trace)
+    else:
+        assert preset is not None
+        tr = generate_trace(preset, jobs, seed=seed, cluster_gpus=gpus, beta_s=beta, load=load)
+    job_list = tr.jobs
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn(f"[bold]{arch}[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=json_out or not console.is_terminal,
+    ) as bar:
+        task = bar.add_task("jobs", total=len(job_list))
+        result = Simulator(
+            fabric,
+            job_list,
+            queue=queue,
+            progress=lambda done, total: bar.update(task, completed=done),
+        ).run()
+    manifest = {
+        "arch": arch,
+        "gpus": gpus,
+        "trace": str(trace)
+        if trace
+        else {"preset": preset, "jobs": jobs, "beta_s": beta, "load": load},
+        "routing": routing,
+        "queue": queue,
+        "seed": seed,
+    }
+    if out is not None:
+        result.write(out, manifest=manifest)
+    if json_out:
+        emit_json({**result.summary, "arch": arch, "gpus": gpus, "fabric": result.fabric})
+        return
+    Console().print(summary_table(f"{len(job_list)} jobs on {gpus} GPUs", [(arch, result.summary)]))
+    if out is not None:
+        Console().print(f"wrote {out}/jobs.parquet, jobs.csv, queue.csv, summary.json")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``lumos simulate`` to the app."""
+    app.command("simulate")(simulate)
