@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lumoscore.errors import ConfigError
-from lumoscore.fabric import BestFabric, Fabric, Routes, geometry_spec
+from lumoscore.fabric import BestFabric, Fabric, FabricChange, Routes, geometry_spec
 from lumoscore.sim.engine import Simulator
 from lumoscore.sim.fluid import FluidSet
 from lumoscore.sim.plan import build_plan, solo_progress
@@ -36,6 +36,22 @@ class BottleneckFabric(Fabric):
         idx[indptr[1:] - 1] = self.gpus + dst
         idx[indptr[:-1][cross] + 1] = 2 * self.gpus
         return Routes(indptr, idx)
+
+
+class ReconfiguringFabric(BottleneckFabric):
+    """A bottleneck fabric whose core link is re-provisioned at every admission (like an OCS
+    reconfiguration), with a start delay."""
+
+    def __init__(self, gpus: int, speeds: list[float], delay_s: float) -> None:
+        super().__init__(gpus, port_gbps=100, core_gbps=speeds[0])
+        self.speeds = speeds
+        self.delay_s = delay_s
+        self.n = 0
+
+    def admit(self, job_id, gpus):
+        self.n += 1
+        new = self.speeds[self.n % len(self.speeds)] * 1e9
+        return FabricChange(self.delay_s, np.array([2 * self.gpus]), np.array([new]))
 
 
 def job(i: int, arrival: float, gpus: int, *, pp: int = 1, ep: int = 8, duration=100.0) -> Job:
@@ -134,6 +150,26 @@ def test_isolation_fast_path_equals_round_by_round(seed: int, beta: float) -> No
     slow = Simulator(fab, jobs, isolation=False).run().jobs
     for col in ("start_s", "finish_s", "jrt_s", "contention_level"):
         assert np.allclose(fast[col], slow[col], rtol=1e-9, atol=1e-6), col
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_reconfiguration_is_exact(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    t = 0.0
+    jobs = []
+    for i in range(7):
+        t += float(rng.exponential(30.0))
+        jobs.append(job(i, t, int(rng.choice([8, 16, 32])), duration=float(rng.uniform(50, 300))))
+    runs = []
+    delay = float(rng.uniform(0, 5))
+    for iso in (True, False):
+        fab = ReconfiguringFabric(96, speeds=[30.0, 120.0, 60.0], delay_s=delay)
+        runs.append(Simulator(fab, jobs, isolation=iso).run())
+    fast, slow = runs[0].jobs, runs[1].jobs
+    for col in ("start_s", "finish_s", "jrt_s"):
+        assert np.allclose(fast[col], slow[col], rtol=1e-9, atol=1e-6), col
+    assert runs[0].stats["reconfigurations"] == len(jobs)
 
 
 def test_fifo_blocks_and_backfill_does_not() -> None:

@@ -13,7 +13,7 @@ Fabrics are plain objects with no global state; two simulations can hold two fab
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.topology.cluster import ClusterSpec
 
-__all__ = ["Fabric", "Routes", "check_positive", "geometry_spec"]
+__all__ = ["Fabric", "FabricChange", "Routes", "check_positive", "geometry_spec"]
 
 IntArray = NDArray[np.int64]
 
@@ -54,6 +54,26 @@ class Routes:
         n = int(cols[0].size)
         mat = np.stack([np.asarray(c, dtype=np.int64) for c in cols], axis=1)
         return cls(np.arange(0, n * len(cols) + 1, len(cols), dtype=np.int64), mat.ravel())
+
+
+@dataclass(frozen=True)
+class FabricChange:
+    """Capacities a fabric wants to change (an OCS reconfiguration), not yet applied.
+
+    The simulator first moves every job whose links change off its precomputed timeline (at
+    the old capacities), then calls :meth:`Fabric.apply`. ``delay_s`` delays the start of the
+    job being admitted (e.g. the OCS switching time when circuits were rewired).
+    """
+
+    delay_s: float = 0.0
+    links: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    capacity_bps: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    note: str = ""
+
+    @property
+    def empty(self) -> bool:
+        """No capacity changes."""
+        return self.links.size == 0
 
 
 def geometry_spec(
@@ -140,14 +160,22 @@ class Fabric(ABC):
         lets fabrics that plan routes per job (LumosCore, vClos) find the job's plan.
         """
 
-    def admit(self, job_id: int, gpus: IntArray) -> float:
-        """Hook called when a job starts on ``gpus``; returns a start delay in seconds
-        (e.g. an OCS reconfiguration). Default: nothing to do, no delay."""
-        return 0.0
+    def admit(self, job_id: int, gpus: IntArray) -> FabricChange:
+        """Hook called when a job is placed on ``gpus``, before its routes are computed.
 
-    def release(self, job_id: int) -> None:
-        """Hook called when a job finishes. Default: nothing to do."""
-        return None
+        Returns the capacity changes it needs (applied by the simulator through
+        :meth:`apply`) and a start delay. Default: no change, no delay.
+        """
+        return FabricChange()
+
+    def release(self, job_id: int) -> FabricChange:
+        """Hook called when a job finishes. Default: no change."""
+        return FabricChange()
+
+    def apply(self, change: FabricChange) -> None:
+        """Apply a change returned by :meth:`admit` or :meth:`release` (in place)."""
+        if not change.empty:
+            self.capacity_bps[change.links] = change.capacity_bps
 
     def describe(self) -> dict[str, object]:
         """Summary for tables and result manifests."""

@@ -46,11 +46,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError
-from lumoscore.fabric.base import Fabric
+from lumoscore.fabric.base import Fabric, FabricChange
 from lumoscore.sim.events import EventQueue
 from lumoscore.sim.fluid import FluidSet
 from lumoscore.sim.placers import ServerPlacer
-from lumoscore.sim.plan import JobPlan, RoundPlan, build_plan, solo_progress
+from lumoscore.sim.plan import JobPlan, RoundPlan, build_plan, resolo, solo_progress
 from lumoscore.sim.queueing import blocking, check_policy, ordered
 from lumoscore.sim.results import SimResult
 from lumoscore.workload.job import Job
@@ -64,9 +64,13 @@ _P_FINISH, _P_ROUND, _P_FLUID, _P_BEGIN, _P_ARRIVE = 0, 1, 2, 3, 4
 
 
 class Placer:
-    """What the simulator needs from a placement policy (duck-typed)."""
+    """What the simulator needs from a placement policy (duck-typed).
 
-    def place(self, job_id: int, n_gpus: int) -> IntArray | None:  # pragma: no cover
+    A fabric that places its own jobs (LumosCore: placement, logical topology and OCS
+    configuration go together) implements these methods and is used as the placer.
+    """
+
+    def place(self, job: Job) -> IntArray | None:  # pragma: no cover
         """GPUs for the job in rank order, or ``None`` if it does not fit now."""
         raise NotImplementedError
 
@@ -99,7 +103,8 @@ class Simulator:
     jobs : sequence of Job
         The trace (any order; sorted by arrival, ties by job id).
     placer : object with ``place(job_id, n_gpus)`` and ``release(job_id)``, optional
-        Default: :class:`~lumoscore.sim.placers.ServerPlacer` over the fabric's GPUs.
+        Default: the fabric itself when it has ``place`` (LumosCore), else
+        :class:`~lumoscore.sim.placers.ServerPlacer` over the fabric's GPUs.
     queue : str
         Queue policy, one of :data:`~lumoscore.sim.queueing.QUEUE_POLICIES`.
     progress : callable, optional
@@ -124,7 +129,13 @@ class Simulator:
         ids = [j.job_id for j in self.jobs]
         if len(set(ids)) != len(ids):
             raise ConfigError("job ids must be unique in a trace")
-        self.placer = placer or ServerPlacer(fabric.gpus, fabric.spec.gpus_per_server)
+        if placer is None:
+            placer = (
+                fabric  # type: ignore[assignment]
+                if callable(getattr(fabric, "place", None))
+                else ServerPlacer(fabric.gpus, fabric.spec.gpus_per_server)
+            )
+        self.placer = placer
         self.queue = check_policy(queue)
         self.progress = progress
         self.isolation = isolation
@@ -155,7 +166,14 @@ class Simulator:
         rejected = np.zeros(n, dtype=bool)
         queue_t: list[float] = []
         queue_len: list[int] = []
-        stats = {"events": 0, "materialized": 0, "plans_s": 0.0}
+        stats = {
+            "events": 0,
+            "materialized": 0,
+            "plans_s": 0.0,
+            "solo_rounds": 0,
+            "fluid_rounds": 0,
+            "reconfigurations": 0,
+        }
         done = 0
 
         for i, job in enumerate(self.jobs):
@@ -178,7 +196,7 @@ class Simulator:
                 link_users[run.plan.links] -= 1
             del running[run.job.job_id]
             self.placer.release(run.job.job_id)
-            fab.release(run.job.job_id)
+            change_fabric(fab.release(run.job.job_id), now)
             done += 1
             if self.progress is not None:
                 self.progress(done, n)
@@ -225,6 +243,7 @@ class Simulator:
             busy = bool(inflight_count[rp.links].any())
             inflight_count[rp.links] += 1
             if self.isolation and not busy:
+                stats["solo_rounds"] += 1
                 inflight[jid] = (rp, t0, "solo")
                 q.schedule(
                     t0 + rp.solo_s, "roundend", key=("roundend", jid), data=jid, priority=_P_ROUND
@@ -236,6 +255,7 @@ class Simulator:
                     if scratch[inflight[k][0].links].any():
                         to_fluid(k, now)
                 scratch[rp.links] = False
+            stats["fluid_rounds"] += 1
             inflight[jid] = (rp, t0, "fluid")
             fluid.advance(now)
             if t0 < now:
@@ -312,7 +332,34 @@ class Simulator:
                     priority=_P_ROUND,
                 )
 
+        def change_fabric(change: FabricChange, now: float) -> None:
+            """Apply a capacity change exactly: first take every job whose links change off
+            its precomputed timeline (at the old capacities), then apply, then re-solve."""
+            if change.empty:
+                return
+            stats["reconfigurations"] += 1
+            scratch[change.links] = True
+            for run in list(running.values()):
+                if run.isolated and scratch[run.plan.links].any():
+                    if math.isnan(start[index[run.job.job_id]]):
+                        run.isolated = False
+                    else:
+                        materialize(run, now)
+            for k in [k for k, v in inflight.items() if v[2] == "solo"]:
+                if scratch[inflight[k][0].links].any():
+                    to_fluid(k, now)
+            fluid.advance(now)
+            fab.apply(change)
+            for run in running.values():
+                if scratch[run.plan.links].any():
+                    run.plan = resolo(run.plan, cap, scratch)
+            scratch[change.links] = False
+            if len(fluid):
+                resolve_fluid(now)
+
         def launch(job: Job, gpus: IntArray, now: float) -> None:
+            change = fab.admit(job.job_id, gpus)
+            change_fabric(change, now)
             t0 = time.perf_counter()
             plan = build_plan(job, gpus, fab)
             stats["plans_s"] += time.perf_counter() - t0
@@ -337,16 +384,15 @@ class Simulator:
             isolated_flag[i] = isolated
             run = _Run(job, gpus, plan, now, isolated)
             running[job.job_id] = run
-            delay = fab.admit(job.job_id, gpus)
-            if delay > 0:
-                q.schedule(now + delay, "begin", data=job.job_id, priority=_P_BEGIN)
+            if change.delay_s > 0:
+                q.schedule(now + change.delay_s, "begin", data=job.job_id, priority=_P_BEGIN)
             else:
                 begin(run, now)
 
         def try_start(now: float) -> None:
             started = False
             for job in ordered(self.queue, list(waiting)):
-                gpus = self.placer.place(job.job_id, job.gpus)
+                gpus = self.placer.place(job)
                 if gpus is None:
                     if blocking(self.queue):
                         break

@@ -8,8 +8,11 @@ numbering follows its hierarchy.
 
 Examples
 --------
+>>> from lumoscore.workload import Job
 >>> p = ServerPlacer(gpus=64, gpus_per_server=8)
->>> p.place(0, 16).tolist()
+>>> job = Job(job_id=0, arrival_s=0, gpus=16, model="llama_7b", tp=8, pp=1, dp=2, ep=8,
+...           iterations=1, duration_s=1.0)
+>>> p.place(job).tolist()
 [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
 >>> p.free_gpus
 48
@@ -21,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError
+from lumoscore.workload.job import Job
 
 __all__ = ["ServerPlacer"]
 
@@ -43,8 +47,9 @@ class ServerPlacer:
         """GPUs not held by any job."""
         return int(self.free_slots.sum())
 
-    def place(self, job_id: int, n_gpus: int) -> IntArray | None:
+    def place(self, job: Job) -> IntArray | None:
         """GPU ids for the job (ascending), or ``None`` when it does not fit now."""
+        job_id, n_gpus = job.job_id, job.gpus
         if n_gpus > self.free_gpus:
             return None
         gps = self.gps

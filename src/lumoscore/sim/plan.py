@@ -13,7 +13,7 @@ The round ends with its slowest flow (barrier). Alone, a job's iteration time is
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,7 +23,7 @@ from lumoscore.sim.maxmin import fluid_run
 from lumoscore.traffic import iteration_flows
 from lumoscore.workload.job import Job
 
-__all__ = ["JobPlan", "RoundPlan", "build_plan", "solo_progress"]
+__all__ = ["JobPlan", "RoundPlan", "build_plan", "resolo", "solo_progress"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -142,3 +142,15 @@ def build_plan(job: Job, gpus: IntArray, fabric: Fabric) -> JobPlan:
     links = np.unique(np.concatenate(all_links)) if all_links else np.zeros(0, np.int64)
     iteration_s = float(sum(r.compute_s + r.solo_s for r in rounds))
     return JobPlan(int(job.job_id), tuple(rounds), links, iteration_s)
+
+
+def resolo(plan: JobPlan, capacity: FloatArray, changed: NDArray[np.bool_]) -> JobPlan:
+    """The plan with the solo times of rounds crossing ``changed`` links recomputed."""
+    rounds = []
+    for rp in plan.rounds:
+        if rp.solo_s > 0 and changed[rp.links].any():
+            solo_s, _ = solo_progress(rp, capacity)
+            rp = replace(rp, solo_s=float(solo_s))
+        rounds.append(rp)
+    iteration_s = float(sum(r.compute_s + r.solo_s for r in rounds))
+    return replace(plan, rounds=tuple(rounds), iteration_s=iteration_s)
