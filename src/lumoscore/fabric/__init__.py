@@ -5,7 +5,7 @@ Every fabric implements :class:`~lumoscore.fabric.base.Fabric`: GPU ``g``'s NIC 
 the links of many flows at once in CSR form.
 """
 
-from lumoscore.fabric.base import Fabric, Routes, check_positive, geometry_spec
+from lumoscore.fabric.base import Fabric, FabricChange, Routes, check_positive, geometry_spec
 from lumoscore.fabric.best import BestFabric
 from lumoscore.fabric.clos import ClosFabric
 from lumoscore.fabric.presets import PRESETS, make_fabric
@@ -17,6 +17,7 @@ __all__ = [
     "BestFabric",
     "ClosFabric",
     "Fabric",
+    "FabricChange",
     "Routes",
     "check_positive",
     "geometry_spec",
