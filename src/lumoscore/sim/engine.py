@@ -195,8 +195,9 @@ class Simulator:
             if not fab.isolating:
                 link_users[run.plan.links] -= 1
             del running[run.job.job_id]
-            self.placer.release(run.job.job_id)
-            change_fabric(fab.release(run.job.job_id), now)
+            if self.placer is not fab:
+                self.placer.release(run.job.job_id)
+            change_fabric(fab.release(run.job.job_id), now)  # a placing fabric frees GPUs here
             done += 1
             if self.progress is not None:
                 self.progress(done, n)
