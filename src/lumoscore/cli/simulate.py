@@ -73,6 +73,15 @@ def simulate(
     seed: Annotated[
         int, typer.Option("--seed", help="Seed of the trace and of every random choice.")
     ] = 0,
+    eps: Annotated[
+        float,
+        typer.Option(
+            "--eps",
+            min=0.0,
+            help="0 = exact max-min rates; e.g. 0.01 = (1+eps)-approximate (much faster on "
+            "contended fabrics; reported in the summary).",
+        ),
+    ] = 0.0,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Directory for jobs.parquet/csv, queue.csv, summary.json."),
@@ -111,6 +120,7 @@ def simulate(
             fabric,
             job_list,
             queue=queue,
+            eps=eps,
             progress=lambda done, total: bar.update(task, completed=done),
         ).run()
     manifest = {
@@ -122,6 +132,7 @@ def simulate(
         "routing": routing,
         "queue": queue,
         "seed": seed,
+        "eps": eps,
     }
     if out is not None:
         result.write(out, manifest=manifest)

@@ -25,8 +25,9 @@ IntArray = NDArray[np.int64]
 class FluidSet:
     """In-flight weighted flows of several jobs over one fabric's links."""
 
-    def __init__(self, capacity_bps: FloatArray) -> None:
+    def __init__(self, capacity_bps: FloatArray, eps: float = 0.0) -> None:
         self.capacity = capacity_bps
+        self.grow = 1.0 + eps
         self.indptr = np.zeros(1, dtype=np.int64)
         self.indices = np.zeros(0, dtype=np.int64)
         self.weight = np.zeros(0)
@@ -104,6 +105,8 @@ class FluidSet:
         if not self.weight.size:
             return math.inf
         alive = np.ones(self.weight.size, dtype=np.bool_)
-        self.rates = fluid_rates(self.indptr, self.indices, self.weight, self.capacity, alive)
+        self.rates = fluid_rates(
+            self.indptr, self.indices, self.weight, self.capacity, alive, self.grow
+        )
         self.solves += 1
         return float((self.remaining / self.rates).min())

@@ -355,15 +355,17 @@ def fluid_rates(
     weight: FloatArray,
     capacity: FloatArray,
     alive: NDArray[np.bool_],
+    grow: float = 1.0,
 ) -> FloatArray:  # pragma: no cover - compiled
-    """Exact max-min rates of the ``alive`` weighted flows of a 0/1 route CSR."""
+    """Max-min rates of the ``alive`` weighted flows of a 0/1 route CSR (exact when
+    ``grow == 1``; the (1+eps)-approximate allocation with ``grow = 1 + eps``)."""
     f_idx, capacity = _compact(f_idx, capacity)
     t_ptr, t_idx = _transpose(f_ptr, f_idx, capacity.size)
     ones_f = np.ones(f_idx.size)
     ones_t = np.ones(t_idx.size)
     cap_f = np.full(weight.size, np.inf)
     rates, _, _ = _fill(
-        f_ptr, f_idx, ones_f, t_ptr, t_idx, ones_t, capacity, weight, cap_f, 1.0, 1e-12, alive
+        f_ptr, f_idx, ones_f, t_ptr, t_idx, ones_t, capacity, weight, cap_f, grow, 1e-12, alive
     )
     return rates
 
@@ -378,6 +380,7 @@ def fluid_run(
     capacity: FloatArray,
     until_s: float,
     done_rtol: float,
+    grow: float = 1.0,
 ) -> tuple[float, FloatArray]:  # pragma: no cover - compiled
     """Fluid model of flows starting together: run until all finish or ``until_s`` passes.
 
@@ -415,7 +418,7 @@ def fluid_run(
             capacity,
             weight,
             cap_f,
-            1.0,
+            grow,
             1e-12,
             alive,
         )

@@ -80,8 +80,11 @@ def solo_progress(
     capacity: FloatArray,
     until_s: float = math.inf,
     remaining: FloatArray | None = None,
+    eps: float = 0.0,
 ) -> tuple[float, FloatArray]:
     """Run a round's flows alone until they finish or ``until_s`` seconds have passed.
+
+    ``eps > 0`` uses the (1+eps)-approximate max-min allocation.
 
     Returns ``(elapsed_s, remaining_bits)``: the time the flows took (``<= until_s``) and the
     bits each flow of a row still has to send (all zero when the round finished).
@@ -100,11 +103,12 @@ def solo_progress(
         capacity,
         float(until_s),
         DONE_RTOL,
+        1.0 + eps,
     )
     return float(t), out
 
 
-def build_plan(job: Job, gpus: IntArray, fabric: Fabric) -> JobPlan:
+def build_plan(job: Job, gpus: IntArray, fabric: Fabric, *, eps: float = 0.0) -> JobPlan:
     """Route every round of one iteration of ``job`` placed on ``gpus`` (rank order)."""
     schedule = iteration_flows(
         job, gpus, fabric.spec, aggregate=True, key="gpu", port_gbps=fabric.port_gbps
@@ -123,7 +127,7 @@ def build_plan(job: Job, gpus: IntArray, fabric: Fabric) -> JobPlan:
         size = np.asarray(f.bytes, dtype=float) * 8.0
         solo_s = 0.0
         if size.size and size.max() > 0:
-            solo_s, _ = solo_progress((routes.indptr, routes.indices, weight, size), cap)
+            solo_s, _ = solo_progress((routes.indptr, routes.indices, weight, size), cap, eps=eps)
         ideal = rnd.ideal_s if rnd.ideal_s is not None else solo_s
         rounds.append(
             RoundPlan(
@@ -144,12 +148,14 @@ def build_plan(job: Job, gpus: IntArray, fabric: Fabric) -> JobPlan:
     return JobPlan(int(job.job_id), tuple(rounds), links, iteration_s)
 
 
-def resolo(plan: JobPlan, capacity: FloatArray, changed: NDArray[np.bool_]) -> JobPlan:
+def resolo(
+    plan: JobPlan, capacity: FloatArray, changed: NDArray[np.bool_], *, eps: float = 0.0
+) -> JobPlan:
     """The plan with the solo times of rounds crossing ``changed`` links recomputed."""
     rounds = []
     for rp in plan.rounds:
         if rp.solo_s > 0 and changed[rp.links].any():
-            solo_s, _ = solo_progress(rp, capacity)
+            solo_s, _ = solo_progress(rp, capacity, eps=eps)
             rp = replace(rp, solo_s=float(solo_s))
         rounds.append(rp)
     iteration_s = float(sum(r.compute_s + r.solo_s for r in rounds))

@@ -133,7 +133,11 @@ class SimResult:
                 "rejected": rejected,
             }
         )
-        summary = {**summarize(table), "wall_s": float(stats.get("wall_s", math.nan))}
+        summary = {
+            **summarize(table),
+            "eps": float(stats.get("eps", 0.0)),
+            "wall_s": float(stats.get("wall_s", math.nan)),
+        }
         queue = pd.DataFrame({"time_s": queue_t, "waiting": queue_len})
         return cls(table, summary, queue, fabric, stats)
 
