@@ -1,0 +1,135 @@
+"""Simulator benchmark: the 1000-job paper trace on the architecture presets.
+
+For each preset at 4096 GPUs (and Best at 16k and 32k GPUs) one simulation of the
+``lumoscore-paper`` trace (beta 2000 s, seed 1) runs in its own process; the script prints its
+wall time, peak memory (max RSS of the process) and mean JCT, then the time of one max-min solve
+for 10k and 100k flows (``benchmarks/maxmin.py``'s instance). A run slower than ``--timeout``
+is stopped and reported as such. Presets not available in this build are reported as skipped.
+
+Targets (issue 6, 2-core machine): 4096 GPUs x 1000 jobs <= 10 s per preset with peak memory
+<= 1 GB; 16k GPUs <= 60 s; 32k GPUs <= 300 s. The public research simulator needs about 490 s
+(Clos) and 1650 s (LumosCore) for the 4096-GPU run.
+
+Usage: ``python benchmarks/sim.py [--jobs N] [--eps E] [--timeout S] [--quick]``; the last line
+is one JSON object ``{"figures", "targets", "met"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PRESETS = (
+    "best",
+    "lumoscore-51.2T-tau2",
+    "lumoscore-51.2T-tau1",
+    "lumoscore-25.6T-tau1",
+    "clos-51.2T-3tier",
+    "clos-25.6T-3tier",
+    "clos-25.6T-4tier",
+)
+
+CHILD = r"""
+import json, resource, sys, time
+from lumoscore.errors import ConfigError
+from lumoscore.fabric.presets import make_fabric
+from lumoscore.sim import Simulator
+from lumoscore.workload import generate_trace
+arch, gpus, jobs, eps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+try:
+    fab = make_fabric(arch, gpus)
+except ConfigError as exc:
+    print(json.dumps({"skipped": str(exc)}))
+    sys.exit(0)
+trace = generate_trace("lumoscore-paper", jobs, seed=1, cluster_gpus=gpus, beta_s=2000)
+t0 = time.perf_counter()
+res = Simulator(fab, trace.jobs, eps=eps).run()
+wall = time.perf_counter() - t0
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"wall_s": wall, "peak_mib": rss, "mean_jct_s": res.summary["mean_jct_s"],
+                  "mean_jrt_s": res.summary["mean_jrt_s"], "jobs": res.summary["jobs"]}))
+"""
+
+
+def run_one(arch: str, gpus: int, jobs: int, eps: float, timeout: float) -> dict:
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", CHILD, arch, str(gpus), str(jobs), str(eps)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {"timeout": timeout, "wall_s": time.perf_counter() - t0}
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=1000)
+    ap.add_argument("--eps", type=float, default=0.0, help="max-min approximation (0 = exact)")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    ap.add_argument("--quick", action="store_true", help="200 jobs, no 16k/32k runs")
+    args = ap.parse_args()
+    jobs = 200 if args.quick else args.jobs
+    cases = [(a, 4096) for a in PRESETS]
+    if not args.quick:
+        cases += [("best", 16384), ("best", 32768)]
+    figures: dict[str, float | str] = {}
+    print(f"{jobs} lumoscore-paper jobs, beta 2000 s, seed 1, eps {args.eps:g}")
+    print(f"{'architecture':<24}{'GPUs':>7}{'wall s':>10}{'peak MiB':>10}{'mean JCT s':>13}")
+    for arch, gpus in cases:
+        r = run_one(arch, gpus, jobs, args.eps, args.timeout)
+        key = f"{arch}@{gpus}"
+        if "skipped" in r:
+            print(f"{arch:<24}{gpus:>7}  skipped: {r['skipped'][:60]}")
+            figures[f"{key}_wall_s"] = "skipped"
+            continue
+        if "timeout" in r:
+            print(f"{arch:<24}{gpus:>7}  did not finish within {args.timeout:.0f} s")
+            figures[f"{key}_wall_s"] = f">{args.timeout:.0f}"
+            continue
+        if "error" in r:
+            print(f"{arch:<24}{gpus:>7}  error: {r['error']}")
+            figures[f"{key}_wall_s"] = "error"
+            continue
+        print(
+            f"{arch:<24}{gpus:>7}{r['wall_s']:>10.2f}{r['peak_mib']:>10.0f}{r['mean_jct_s']:>13,.0f}"
+        )
+        figures[f"{key}_wall_s"] = round(r["wall_s"], 3)
+        figures[f"{key}_peak_mib"] = round(r["peak_mib"], 1)
+        figures[f"{key}_mean_jct_s"] = round(r["mean_jct_s"], 1)
+    maxmin = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("maxmin.py")), "--quick"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    mm = json.loads(maxmin.stdout.strip().splitlines()[-1])["figures"]
+    print(
+        f"one max-min solve: 10k flows {mm['maxmin_10k_s']:.3f} s, "
+        f"100k flows (eps 0.01) {mm['maxmin_100k_eps0.01_s']:.3f} s"
+    )
+    figures.update(mm)
+    targets: dict[str, float] = {}
+    for arch, gpus in cases:
+        limit = {4096: 10.0, 16384: 60.0, 32768: 300.0}[gpus]
+        targets[f"{arch}@{gpus}_wall_s"] = limit
+        if gpus == 4096:
+            targets[f"{arch}@{gpus}_peak_mib"] = 1024.0
+    met = all(
+        isinstance(figures.get(k), float | int) and figures[k] <= v for k, v in targets.items()
+    )
+    print(json.dumps({"figures": figures, "targets": targets, "met": met}))
+
+
+if __name__ == "__main__":
+    main()
