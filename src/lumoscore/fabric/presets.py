@@ -12,8 +12,12 @@ Names:
 * ``clos-51.2T-3tier``, ``clos-25.6T-3tier``, ``clos-25.6T-4tier`` (the paper's Clos rows);
 * generic ``clos-<chip>T-<n>tier`` and ``clos-<chip>T-<n>tier-<o>:1`` (oversubscribed
   leaves), ``leaf-spine-<chip>T`` (= ``clos-<chip>T-2tier``);
-* ``lumoscore-51.2T-tau2``, ``lumoscore-51.2T-tau1``, ``lumoscore-25.6T-tau1``: not available
-  yet (raise :class:`~lumoscore.errors.ConfigError`).
+* ``lumoscore-51.2T-tau2``, ``lumoscore-51.2T-tau1``, ``lumoscore-25.6T-tau1``: LumosCore
+  clusters (:class:`~lumoscore.fabric.lumos.LumosCoreFabric`) of that chip and ``tau`` at
+  1.6 Tb/s (LumosCore keeps 1.6 Tb/s ports: the OCS core does not limit the cluster size, see
+  :func:`lumoscore.hardware.sizing.reach`), 512-port OCSes; the GPU count must be a whole
+  number of pods (128, 256 and 64 GPUs a pod). Routing ``planned`` (default), ``ecmp`` or
+  ``ideal``.
 
 Examples
 --------
@@ -26,16 +30,20 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from lumoscore.errors import ConfigError
 from lumoscore.fabric.base import Fabric
 from lumoscore.fabric.best import BestFabric
 from lumoscore.fabric.clos import ClosFabric
+from lumoscore.fabric.lumos import LUMOS_ROUTING_MODES, LumosCoreFabric
 from lumoscore.fabric.routing import ROUTING_MODES
 from lumoscore.hardware.sizing import STANDARD_PORT_SPEEDS_GBPS, clos_max_gpus, radix
+from lumoscore.topology.cluster import ClusterSpec
 
-__all__ = ["LUMOSCORE_PRESETS", "PRESETS", "clos_port_speed", "make_fabric"]
+__all__ = ["LUMOSCORE_PRESETS", "PRESETS", "clos_port_speed", "make_fabric", "make_lumoscore"]
 
-#: LumosCore presets (added later by the LumosCore fabric).
+#: LumosCore presets (:func:`make_lumoscore`).
 LUMOSCORE_PRESETS: tuple[str, ...] = (
     "lumoscore-51.2T-tau2",
     "lumoscore-51.2T-tau1",
@@ -56,6 +64,15 @@ _CLOS_RE = re.compile(
 _LEAF_SPINE_RE = re.compile(r"^leaf-spine-(?P<chip>\d+(?:\.\d+)?)t$")
 #: Port speed of the Best fabric (LumosCore §6.2).
 BEST_PORT_GBPS = 1600.0
+#: Port speed and OCS ports of the LumosCore presets (LumosCore §6.2: 1.6 Tb/s, 512-port OCS).
+LUMOSCORE_PORT_GBPS = 1600.0
+LUMOSCORE_OCS_PORTS = 512
+#: Chip (Tb/s) and tau of each LumosCore preset.
+_LUMOS_PARAMS: dict[str, tuple[float, int]] = {
+    "lumoscore-51.2t-tau2": (51.2, 2),
+    "lumoscore-51.2t-tau1": (51.2, 1),
+    "lumoscore-25.6t-tau1": (25.6, 1),
+}
 
 
 def _allowed() -> str:
@@ -91,6 +108,71 @@ def clos_port_speed(
     )
 
 
+def make_lumoscore(
+    name: str,
+    gpus: int,
+    *,
+    routing: str | None = None,
+    seed: int = 0,
+    gpus_per_server: int = 8,
+    **options: object,
+) -> LumosCoreFabric:
+    """Build the LumosCore preset ``name`` (one of :data:`LUMOSCORE_PRESETS`) for ``gpus``.
+
+    ``options`` go to :class:`~lumoscore.fabric.lumos.LumosCoreFabric` (``reconfig_delay_s``,
+    ``demand_method``, ``wiring``, ``solver``, ``policy``, ``admit_options``).
+
+    Examples
+    --------
+    >>> fab = make_lumoscore("lumoscore-51.2T-tau2", 512)
+    >>> d = fab.describe()
+    >>> d["pods"], d["gpus_per_pod"], d["spines_per_pod"], d["routing"]
+    (4, 128, 8, 'planned')
+    """
+    key = name.strip().lower()
+    if key not in _LUMOS_PARAMS:
+        raise ConfigError(
+            f"unknown LumosCore preset {name!r}; allowed: {', '.join(LUMOSCORE_PRESETS)}"
+        )
+    chip, tau = _LUMOS_PARAMS[key]
+    canonical = LUMOSCORE_PRESETS[list(_LUMOS_PARAMS).index(key)]
+    if routing is not None and routing not in LUMOS_ROUTING_MODES:
+        raise ConfigError(
+            f"fabric {canonical!r}: routing={routing!r} unknown; allowed: "
+            f"{', '.join(LUMOS_ROUTING_MODES)}"
+        )
+    k = radix(chip, LUMOSCORE_PORT_GBPS) // 2
+    per_pod = k * k // tau
+    max_pods = LUMOSCORE_OCS_PORTS
+    if not (isinstance(gpus, int | np.integer) and gpus >= 1 and gpus % per_pod == 0):
+        raise ConfigError(
+            f"fabric {canonical!r}: gpus={gpus!r} must be a whole number of pods of {per_pod} "
+            f"GPUs: {per_pod}, {2 * per_pod}, {3 * per_pod}, ... up to {max_pods * per_pod}"
+        )
+    if gpus // per_pod > max_pods:
+        raise ConfigError(
+            f"fabric {canonical!r}: gpus={gpus} needs {gpus // per_pod} pods, more than the "
+            f"{max_pods} ports of an OCS; valid sizes: multiples of {per_pod} up to "
+            f"{max_pods * per_pod}"
+        )
+    spec = ClusterSpec.from_chip(
+        chip,
+        LUMOSCORE_PORT_GBPS,
+        tau=tau,
+        gpus=int(gpus),
+        gpus_per_server=gpus_per_server,
+        ocs_ports=LUMOSCORE_OCS_PORTS,
+    )
+    return LumosCoreFabric(
+        spec,
+        routing=routing or "planned",
+        seed=seed,
+        name=canonical,
+        chip_tbps=chip,
+        **options,  # type: ignore[arg-type]
+    )
+
+
 def make_fabric(
     name: str,
     gpus: int,
@@ -111,7 +193,8 @@ def make_fabric(
         Cluster size.
     routing : str, optional
         Routing policy (:data:`~lumoscore.fabric.routing.ROUTING_MODES`); default ``ecmp``
-        for Clos fabrics. ``best`` accepts only ``None`` or ``ideal``.
+        for Clos fabrics. ``best`` accepts only ``None`` or ``ideal``; LumosCore presets
+        :data:`~lumoscore.fabric.lumos.LUMOS_ROUTING_MODES` (default ``planned``).
     seed : int
         Seed of the ECMP hash seeds.
     gpus_per_server : int
@@ -127,6 +210,14 @@ def make_fabric(
     2
     """
     key = name.strip().lower()
+    if key in _LUMOS_PARAMS:
+        if rail_optimized:
+            raise ConfigError(
+                f"fabric {name!r}: rail_optimized is not supported by the LumosCore fabric"
+            )
+        return make_lumoscore(
+            name, gpus, routing=routing, seed=seed, gpus_per_server=gpus_per_server
+        )
     if routing is not None and routing not in ROUTING_MODES:
         raise ConfigError(f"routing={routing!r} unknown; allowed: {', '.join(ROUTING_MODES)}")
     if key == "best":
@@ -135,12 +226,6 @@ def make_fabric(
         if rail_optimized:
             raise ConfigError("fabric 'best' has no leaves; rail_optimized must be False")
         return BestFabric(gpus, BEST_PORT_GBPS, gpus_per_server)
-    if key in (p.lower() for p in LUMOSCORE_PRESETS):
-        raise ConfigError(
-            f"fabric preset {name!r} is not available yet (LumosCore fabrics come later); "
-            f"available now: {', '.join(p for p in PRESETS if p not in LUMOSCORE_PRESETS)} "
-            f"or {_GENERIC}"
-        )
     m = _CLOS_RE.match(key)
     if m:
         chip, tiers = float(m["chip"]), int(m["tiers"])

@@ -1,0 +1,579 @@
+"""The LumosCore fabric: leaf-spine pods joined by OCS groups, placing its own jobs.
+
+LumosCore (§2.4, §4) is a set of pods, each a two-tier leaf-spine network, whose spines are
+joined by optical circuit switches: spine ``h`` of every pod connects to OCS group ``h``, so a
+circuit of group ``h`` joins spine ``h`` of pod ``i`` to spine ``h`` of pod ``j``. Which
+circuits exist follows from the jobs running: placement, the leaf-level demand ``L``, its
+per-spine split ``L_abh`` and the pod-level logical topology ``C`` (``(H, P, P)``) are the
+placement package's (:func:`lumoscore.placement.admit`); the OCS configuration is the ToE's
+(:mod:`lumoscore.toe`). This module turns that state into links, capacities and routes for the
+flow-level simulator, and is the simulator's placer (it has :meth:`LumosCoreFabric.place`).
+
+Links (all directed, numbered by index arithmetic; ``G`` GPUs, ``n`` leaves, ``H`` spines per
+pod = OCS groups, ``P`` pods):
+
+* ``[0, G)`` NIC uplinks (GPU ``g`` -> its leaf), ``[G, 2G)`` NIC downlinks;
+* ``2G + leaf * H + h``: leaf -> spine ``h`` of its pod; then ``2G + n H + leaf * H + h``:
+  spine ``h`` -> leaf. The ``tau`` parallel cables of a leaf-spine pair are modelled as **one**
+  link of ``tau x`` port speed (a flow never exceeds its NIC speed, so a single flow cannot
+  tell the difference, and ``tau`` flows fit either way);
+* ``2G + 2 n H + (h P + i) P + j``: the OCS link spine ``(i, h)`` -> spine ``(j, h)`` of capacity
+  ``C[h, i, j] x`` port speed, counted from the deployed circuits (0 without a circuit: no
+  route ever uses such a link; ``i == j`` links exist for the arithmetic and stay 0).
+
+Routing (``routing=``):
+
+* ``planned`` (LumosCore §4.4): a cross-pod flow between leaves ``a`` and ``b`` goes through the
+  spines of the job's own per-spine split of that leaf pair (the entries the admission added for
+  it, ``state.job_split``; the whole pair's split when the admission recomputed the logical
+  topology from scratch), the round's flows of the pair spread over the spines in proportion
+  to the split, in call order (deterministic). Intra-pod flows between two leaves spread the
+  same way over the leaf-spine links left free by the other jobs' cross-pod split (with a
+  per-pair offset
+  that balances all-to-all and ring patterns at both ends).
+* ``ecmp``: the spine is ``hash(src, dst, flow_key) mod`` the candidates: every spine inside a
+  pod, the groups ``h`` with ``C[h, i, j] > 0`` across pods.
+* ``ideal``: the two NIC links only (:attr:`isolating` is True).
+
+A cross-pod leaf pair without any split entry (e.g. traffic the demand rule does not count)
+takes the groups with a circuit between the two pods; when there is none a
+:class:`NoCircuitError` is raised: the admission did not give the two pods connectivity.
+
+Examples
+--------
+>>> import numpy as np
+>>> from lumoscore.topology import ClusterSpec
+>>> from lumoscore.workload import Job
+>>> spec = ClusterSpec(pods=2, k_leaf=8, k_spine=8, tau=2, gpus_per_server=8, ocs_ports=4)
+>>> fab = LumosCoreFabric(spec)
+>>> fab.gpus, fab.n_links
+(64, 208)
+>>> job = Job(job_id=1, arrival_s=0.0, gpus=64, model="Pangu", tp=8, pp=2, dp=4, ep=8,
+...           iterations=1, duration_s=1.0)
+>>> gpus = fab.place(job)
+>>> change = fab.admit(1, gpus)
+>>> fab.apply(change)
+>>> bool(change.delay_s == fab.reconfig_delay_s), int(fab.ocs_circuits().sum()) > 0
+(True, True)
+>>> fab.apply(fab.release(1)); int(fab.ocs_circuits().sum())
+0
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
+from lumoscore.fabric.base import Fabric, FabricChange, IntArray, Routes, check_positive
+from lumoscore.fabric.hashing import flow_hash
+from lumoscore.fabric.routing import rank_within_groups
+from lumoscore.placement import ClusterState, admit, finish
+from lumoscore.topology import ClusterSpec, build_wiring
+from lumoscore.workload.job import Job
+
+__all__ = [
+    "DEFAULT_RECONFIG_DELAY_S",
+    "LUMOS_ROUTING_MODES",
+    "LumosCoreFabric",
+    "NoCircuitError",
+]
+
+#: Routing policies of the LumosCore fabric.
+LUMOS_ROUTING_MODES: tuple[str, ...] = ("planned", "ecmp", "ideal")
+
+#: Default OCS switching time (s): MEMS OCS switch in about 10-100 ms; we take the slow end
+#: (100 ms) plus nothing for the control plane, so the delay is an upper bound of the optics.
+DEFAULT_RECONFIG_DELAY_S = 0.1
+
+
+class NoCircuitError(InfeasibleError):
+    """A cross-pod flow between two pods that no OCS circuit joins."""
+
+
+def _split_lookup(split: Any, n_leaves: int, H: int) -> tuple[IntArray, IntArray]:
+    """Sorted keys ``(a n + b) H + h`` and values of a COO split ``(a, b, h, value)``."""
+    a, b, h, v = (np.asarray(x, dtype=np.int64) for x in split)
+    key = (a * n_leaves + b) * H + h
+    order = np.argsort(key, kind="stable")
+    key, v = key[order], v[order]
+    # merge duplicate entries (a split may list one (a, b, h) more than once)
+    uniq, start = np.unique(key, return_index=True)
+    return uniq, np.add.reduceat(v, start) if v.size else v
+
+
+def _split_rows(lookup: tuple[IntArray, IntArray], a: IntArray, b: IntArray, n: int, H: int):
+    """``(len(a), H)`` split values of the leaf pairs ``(a, b)``."""
+    keys, vals = lookup
+    q = ((a * n + b)[:, None] * H + np.arange(H)).reshape(-1)
+    out = np.zeros(q.size, np.int64)
+    if keys.size:
+        pos = np.minimum(np.searchsorted(keys, q), keys.size - 1)
+        hit = keys[pos] == q
+        out[hit] = vals[pos[hit]]
+    return out.reshape(-1, H)
+
+
+def _spread(weights: IntArray, rank: IntArray) -> IntArray:
+    """Column of each row's ``rank``-th unit when row ``f`` has ``weights[f, h]`` units on
+    column ``h`` (cyclically: rank modulo the row total, which must be > 0)."""
+    cum = np.cumsum(weights, axis=1)
+    pos = rank % cum[:, -1]
+    return np.argmax(cum > pos[:, None], axis=1).astype(np.int64)
+
+
+class LumosCoreFabric(Fabric):
+    """A LumosCore cluster as a simulator fabric and placer (see the module docstring).
+
+    Parameters
+    ----------
+    spec : ClusterSpec
+        The cluster (pods, ``k_leaf``, ``k_spine``, ``tau``, port speed).
+    routing : str
+        One of :data:`LUMOS_ROUTING_MODES` (default ``planned``).
+    wiring : str
+        Spine-OCS wiring (:func:`lumoscore.topology.build_wiring`), default ``cross``.
+    solver : str
+        ToE solver (:func:`lumoscore.toe.configure`), default ``mdmcf``.
+    reconfig_delay_s : float
+        Start delay of a job whose admission rewired circuits (OCS switching time; default
+        :data:`DEFAULT_RECONFIG_DELAY_S`). 0 disables it.
+    policy : str
+        Placement policy (:data:`lumoscore.placement.POLICIES`), default ``locality``.
+    seed : int
+        Seed of the ECMP hash.
+    name : str, optional
+        Fabric name (default ``lumoscore-tau<tau>``).
+    demand_method : str
+        Leaf-demand rule of the admission (:func:`lumoscore.traffic.leaf_demand`):
+        ``research`` (default, the published simulator's ``+tp`` per PP pair and
+        ``+ceil(tp/2)`` per DP pair) or ``phases`` (one link per concurrent flow, A.12).
+    admit_options : dict, optional
+        Extra keyword arguments for :func:`lumoscore.placement.admit` / ``finish``
+        (e.g. ``logical_mode``, ``backup``).
+
+    Examples
+    --------
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=3, k_leaf=4, k_spine=4, tau=2, gpus_per_server=4, ocs_ports=4)
+    >>> fab = LumosCoreFabric(spec, routing="ecmp")
+    >>> d = fab.describe()
+    >>> d["pods"], d["spines_per_pod"], d["routing"], d["links"]
+    (3, 2, 'ecmp', 90)
+    """
+
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        *,
+        routing: str = "planned",
+        wiring: str = "cross",
+        solver: str = "mdmcf",
+        reconfig_delay_s: float = DEFAULT_RECONFIG_DELAY_S,
+        policy: str = "locality",
+        seed: int = 0,
+        name: str | None = None,
+        demand_method: str = "research",
+        admit_options: dict[str, Any] | None = None,
+        chip_tbps: float | None = None,
+    ) -> None:
+        if not isinstance(spec, ClusterSpec):
+            raise ConfigError(f"spec must be a ClusterSpec, got {type(spec).__name__}")
+        if routing not in LUMOS_ROUTING_MODES:
+            raise ConfigError(
+                f"routing={routing!r} unknown for LumosCore; allowed: "
+                f"{', '.join(LUMOS_ROUTING_MODES)}"
+            )
+        if not (reconfig_delay_s >= 0 and np.isfinite(reconfig_delay_s)):
+            raise ConfigError(
+                f"reconfig_delay_s must be a finite value >= 0, got {reconfig_delay_s!r}"
+            )
+        check_positive("port_gbps", spec.port_gbps)
+        self.spec = spec
+        self.routing = routing
+        self.wiring_kind = wiring
+        self.wiring = build_wiring(spec, wiring)
+        self.solver = solver
+        self.reconfig_delay_s = float(reconfig_delay_s)
+        self.policy = policy
+        self.seed = int(seed)
+        self.chip_tbps = chip_tbps
+        self.name = name or f"lumoscore-tau{spec.tau}"
+        self.isolating = routing == "ideal"
+        self.demand_method = demand_method
+        self.admit_options = dict(admit_options or {})
+        self.state = ClusterState.empty(spec)
+        G, n, H, P = spec.gpus, spec.leaves, spec.ocs_groups, spec.pods
+        self._n, self._H, self._P = n, H, P
+        self.off_leaf_up = 2 * G
+        self.off_leaf_down = 2 * G + n * H
+        self.off_ocs = 2 * G + 2 * n * H
+        port_bps = spec.port_gbps * 1e9
+        self.capacity_bps = np.concatenate(
+            [
+                np.full(2 * G, port_bps),
+                np.full(2 * n * H, spec.tau * port_bps),
+                np.zeros(H * P * P),
+            ]
+        )
+        self._pending: dict[int, FabricChange] = {}
+        #: Links each admitted job shares with others (path sharing, > 0: contention expected).
+        self.shared_links: dict[int, int] = {}
+        self._job_lookup: dict[int, tuple[IntArray, IntArray]] = {}
+        self._job_split: dict[int, tuple[IntArray, IntArray, IntArray, IntArray]] = {}
+        self._job_ocs: dict[int, IntArray] = {}
+        self._stranded = np.zeros(0, np.int64)
+        self._hash_seed = int(np.random.default_rng(seed).integers(0, 2**32, dtype=np.uint64))
+        self.stats = {
+            "admissions": 0,
+            "refusals": 0,
+            "rewired_circuits": 0,
+            "reconfigurations": 0,
+            "stranded_links": 0,
+        }
+
+    # ------------------------------------------------------------------ geometry
+    def ocs_link(self, h: IntArray, i: IntArray, j: IntArray) -> IntArray:
+        """Link id of the OCS link spine ``(i, h)`` -> spine ``(j, h)``."""
+        P = self._P
+        return self.off_ocs + (np.asarray(h) * P + np.asarray(i)) * P + np.asarray(j)
+
+    def ocs_circuits(self) -> IntArray:
+        """``(H, P, P)`` circuits currently deployed (``state.circuits`` counted per group and
+        ordered pod pair).
+
+        Examples
+        --------
+        >>> from lumoscore.topology import ClusterSpec
+        >>> spec = ClusterSpec(pods=2, k_leaf=4, k_spine=4, tau=2, gpus_per_server=4,
+        ...                    ocs_ports=2)
+        >>> LumosCoreFabric(spec).ocs_circuits().shape
+        (2, 2, 2)
+        """
+        H, P = self._H, self._P
+        out = np.zeros((H, P, P), np.int64)
+        c = self.state.circuits
+        if len(c):
+            np.add.at(out, (c[:, 0], c[:, 2], c[:, 4]), 1)
+        return out
+
+    def link_endpoints(self) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+        """``(tail_kind, tail_id, head_kind, head_id)`` of every link: kind 0 = GPU, 1 = leaf
+        (global leaf index), 2 = spine (global spine index ``pod * H + h``).
+
+        Examples
+        --------
+        >>> from lumoscore.topology import ClusterSpec
+        >>> spec = ClusterSpec(pods=2, k_leaf=4, k_spine=4, tau=2, gpus_per_server=4,
+        ...                    ocs_ports=2)
+        >>> tk, ti, hk, hi = LumosCoreFabric(spec).link_endpoints()
+        >>> (int(tk[0]), int(ti[0]), int(hk[0]), int(hi[0]))
+        (0, 0, 1, 0)
+        """
+        spec, n, H, P = self.spec, self._n, self._H, self._P
+        G = spec.gpus
+        g = np.arange(G)
+        leaf_g = spec.leaf_of_gpu(g)
+        lf = np.repeat(np.arange(n), H)
+        hh = np.tile(np.arange(H), n)
+        sp_l = spec.pod_of_leaf(lf) * H + hh
+        hg, ig, jg = (
+            x.ravel() for x in np.meshgrid(np.arange(H), np.arange(P), np.arange(P), indexing="ij")
+        )
+        z = np.zeros
+        tk = np.concatenate(
+            [z(G), np.ones(G), np.ones(n * H), np.full(n * H, 2), np.full(hg.size, 2)]
+        )
+        ti = np.concatenate([g, leaf_g, lf, sp_l, ig * H + hg])
+        hk = np.concatenate(
+            [np.ones(G), z(G), np.full(n * H, 2), np.ones(n * H), np.full(hg.size, 2)]
+        )
+        hi = np.concatenate([leaf_g, g, sp_l, lf, jg * H + hg])
+        return tuple(x.astype(np.int64) for x in (tk, ti, hk, hi))  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ placer
+    def _ocs_change(self, delay_s: float, note: str) -> FabricChange:
+        new = self.ocs_circuits().reshape(-1) * self.spec.port_bps
+        old = self.capacity_bps[self.off_ocs :]
+        diff = np.flatnonzero(new != old)
+        lost = diff[new[diff] == 0]
+        if lost.size and self._job_ocs:
+            used = np.unique(np.concatenate(list(self._job_ocs.values()))) - self.off_ocs
+            hit = np.intersect1d(lost, used)
+            if hit.size:  # a running job's fixed route still crosses it: keep it (see docs)
+                self.stats["stranded_links"] += int(np.setdiff1d(hit, self._stranded).size)
+                diff = np.setdiff1d(diff, hit)
+        else:
+            hit = np.zeros(0, np.int64)
+        self._stranded = hit
+        return FabricChange(
+            delay_s=delay_s,
+            links=(self.off_ocs + diff).astype(np.int64),
+            capacity_bps=new[diff].astype(float),
+            note=note,
+        )
+
+    def place(self, job: Job) -> IntArray | None:
+        """Admit ``job`` (placement, logical topology, OCS configuration); its GPUs in rank
+        order, or None when it does not fit now (refusal in ``state.refusals``).
+
+        The capacity change is kept for :meth:`admit`.
+        """
+        adm = admit(
+            self.state,
+            job,
+            wiring=self.wiring,
+            solver=self.solver,
+            policy=self.policy,
+            demand_method=self.demand_method,
+            **self.admit_options,
+        )
+        if not adm.admitted:
+            self.stats["refusals"] += 1
+            return None
+        assert adm.placement is not None
+        self.stats["admissions"] += 1
+        self.shared_links[job.job_id] = int(adm.shared_links)
+        rewired = int(adm.rewired_circuits)
+        self.stats["rewired_circuits"] += rewired
+        split = self._own_split(job.job_id)
+        self._job_split[job.job_id] = split
+        self._job_lookup[job.job_id] = _split_lookup(split, self._n, self._H)
+        change = self._ocs_change(
+            self.reconfig_delay_s if rewired else 0.0, f"admit job {job.job_id}"
+        )
+        if not change.empty:
+            self.stats["reconfigurations"] += 1
+        self._pending[job.job_id] = change
+        return np.asarray(adm.placement.gpus, dtype=np.int64)
+
+    def admit(self, job_id: int, gpus: IntArray) -> FabricChange:
+        """The capacity change of ``job_id``'s admission (computed by :meth:`place`)."""
+        if job_id not in self._pending:
+            raise PreconditionError(f"job {job_id} was not placed by this fabric (call place)")
+        return self._pending.pop(job_id)
+
+    def release(self, job_id: int) -> FabricChange:
+        """Free the job (GPUs, demand, circuits) and return the capacity change."""
+        if job_id not in self.state.placements:
+            raise PreconditionError(f"job {job_id} is not running on this fabric")
+        self._pending.pop(job_id, None)
+        self._job_lookup.pop(job_id, None)
+        self._job_split.pop(job_id, None)
+        self._job_ocs.pop(job_id, None)
+        finish(self.state, job_id, wiring=self.wiring, solver=self.solver)
+        change = self._ocs_change(0.0, f"release job {job_id}")
+        if not change.empty:
+            self.stats["reconfigurations"] += 1
+        return change
+
+    # ------------------------------------------------------------------ routing
+    def _hash(self, src: IntArray, dst: IntArray, key: IntArray) -> NDArray[np.uint32]:
+        return flow_hash(src, dst, key, self._hash_seed)
+
+    def routes(
+        self, src: IntArray, dst: IntArray, flow_key: IntArray, *, job_id: int = 0
+    ) -> Routes:
+        """Links of each flow ``src[i] -> dst[i]`` (see the module docstring).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from lumoscore.topology import ClusterSpec
+        >>> spec = ClusterSpec(pods=2, k_leaf=4, k_spine=4, tau=2, gpus_per_server=4,
+        ...                    ocs_ports=2)
+        >>> fab = LumosCoreFabric(spec)
+        >>> fab.routes(np.array([0, 0]), np.array([4, 7]), np.array([0, 1])).links_of(1).tolist()
+        [0, 33, 43, 23]
+        """
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        flow_key = np.asarray(flow_key, dtype=np.int64)
+        self._check_endpoints(src, dst)
+        if flow_key.shape != src.shape:
+            raise PreconditionError(f"flow_key shape {flow_key.shape} differs from {src.shape}")
+        spec, n, H = self.spec, self._n, self._H
+        G, F = spec.gpus, src.size
+        if self.routing == "ideal":
+            return Routes.from_columns(src, G + dst)
+        a = spec.leaf_of_gpu(src)
+        b = spec.leaf_of_gpu(dst)
+        pa, pb = a // spec.leaves_per_pod, b // spec.leaves_per_pod
+        same_leaf = a == b
+        intra = (pa == pb) & ~same_leaf
+        cross = pa != pb
+        h = np.zeros(F, np.int64)
+        pair = a * n + b
+        rank = rank_within_groups(np.where(same_leaf, -1, pair))
+        hashes = self._hash(src, dst, flow_key) if self.routing == "ecmp" else None
+        if intra.any():
+            idx = np.flatnonzero(intra)
+            if hashes is not None:
+                h[idx] = (hashes[idx] % np.uint32(H)).astype(np.int64)
+            else:
+                h[idx] = self._intra_spines(a[idx], b[idx], rank[idx], job_id)
+        if cross.any():
+            idx = np.flatnonzero(cross)
+            h[idx] = self._cross_spines(
+                a[idx], b[idx], pa[idx], pb[idx], rank[idx],
+                None if hashes is None else hashes[idx], job_id,
+            )  # fmt: skip
+        hops = np.where(same_leaf, 2, np.where(intra, 4, 5))
+        mat = np.empty((F, 5), np.int64)
+        mat[:, 0] = src
+        up = self.off_leaf_up + a * H + h
+        down = self.off_leaf_down + b * H + h
+        ocs = self.ocs_link(h, pa, pb)
+        mat[:, 1] = np.where(same_leaf, G + dst, up)
+        mat[:, 2] = np.where(intra, down, ocs)
+        mat[:, 3] = np.where(intra, G + dst, down)
+        mat[:, 4] = G + dst
+        if cross.any():
+            used = np.unique(ocs[cross])
+            prev = self._job_ocs.get(job_id)
+            self._job_ocs[job_id] = used if prev is None else np.union1d(prev, used)
+        keep = np.arange(5) < hops[:, None]
+        indptr = np.zeros(F + 1, np.int64)
+        np.cumsum(hops, out=indptr[1:])
+        return Routes(indptr, mat[keep])
+
+    def _own_split(self, job_id: int) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+        """The job's per-spine split as COO ``(a, b, h, value)``: the entries its admission
+        added (``state.job_split``) or, after a full recomputation of the logical topology,
+        the whole split of the leaf pairs of its demand."""
+        split = self.state.job_split.get(job_id)
+        if split is not None:
+            return tuple(np.asarray(x, dtype=np.int64) for x in split)  # type: ignore[return-value]
+        topo = self.state.logical
+        part = self.state.job_demand.get(job_id)
+        if topo is None or part is None or not part.total:
+            z = np.zeros(0, np.int64)
+            return z, z, z, z
+        w = topo.split_of(part.rows, part.cols)
+        r, h = np.nonzero(w)
+        rows, cols = np.asarray(part.rows, np.int64), np.asarray(part.cols, np.int64)
+        return rows[r], cols[r], h.astype(np.int64), w[r, h]
+
+    def _free_units(self, job_id: int) -> tuple[IntArray, IntArray]:
+        """Leaf-spine links left free by the other jobs' cross-pod split, ``(leaves, H)`` up
+        and down (the job's own cross-pod requirements run in other rounds or are counted in
+        its own flows)."""
+        topo = self.state.logical
+        cap = self.state.link_capacity()
+        if topo is None:
+            return cap, cap
+        n, H = self._n, self._H
+        own_up = np.zeros((n, H), np.int64)
+        own_down = np.zeros((n, H), np.int64)
+        z = np.zeros(0, np.int64)
+        a, b, h, v = self._job_split.get(job_id, (z, z, z, z))
+        np.add.at(own_up, (a, h), v)
+        np.add.at(own_down, (b, h), v)
+        up = np.maximum(cap - np.maximum(topo.leaf_up - own_up, 0), 0)
+        down = np.maximum(cap - np.maximum(topo.leaf_down - own_down, 0), 0)
+        return up, down
+
+    def _intra_spines(self, a: IntArray, b: IntArray, rank: IntArray, job_id: int) -> IntArray:
+        """Planned intra-pod spines: the flows of leaf pair ``(a, b)`` take the leaf-spine links
+        left free by the other jobs' cross-pod split (``min`` of the free links at both ends,
+        every link when none is free) in turn, starting at an offset ``m_ab * ((b - a) mod leaves)``
+        (``m_ab`` flows of the pair in this call) so that an all-to-all or a ring between the
+        leaves of a pod is spread evenly at both the sending and the receiving leaves."""
+        up, down = self._free_units(job_id)
+        w = np.minimum(up[a], down[b])
+        none = w.sum(axis=1) == 0
+        w[none] = self.spec.tau
+        pair = a * self._n + b
+        _, inv, cnt = np.unique(pair, return_inverse=True, return_counts=True)
+        lpp = self.spec.leaves_per_pod
+        offset = cnt[inv] * ((b - a) % lpp)
+        return _spread(w, rank + offset)
+
+    def _cross_spines(
+        self,
+        a: IntArray,
+        b: IntArray,
+        pa: IntArray,
+        pb: IntArray,
+        rank: IntArray,
+        hashes: NDArray[np.uint32] | None,
+        job_id: int,
+    ) -> IntArray:
+        n, H = self._n, self._H
+        circuits = self.capacity_bps[self.off_ocs :].reshape(H, self._P, self._P) > 0
+        avail = circuits[:, pa, pb].T.astype(np.int64)  # (F, H)
+        if hashes is not None:  # ECMP over the job's groups with a circuit (else any group)
+            z = np.zeros(0, np.int64)
+            ja, jb, jh, _ = self._job_split.get(job_id, (z, z, z, z))
+            own = np.zeros((H, self._P, self._P), bool)
+            lpp = self.spec.leaves_per_pod
+            own[jh, ja // lpp, jb // lpp] = True
+            mine = avail * own[:, pa, pb].T
+            has = mine.sum(axis=1) > 0
+            avail[has] = mine[has]
+            cnt = avail.sum(axis=1)
+            if (cnt == 0).any():
+                self._no_circuit(pa, pb, cnt == 0)
+            k = (hashes % np.maximum(cnt, 1).astype(np.uint32)).astype(np.int64)
+            return _spread(avail, k)
+        lookup = self._job_lookup.get(job_id)
+        if lookup is not None:
+            w = _split_rows(lookup, a, b, n, H)
+        else:  # routes of a job this fabric did not place: the pairs' whole split
+            topo = self.state.logical
+            w = np.zeros((a.size, H), np.int64) if topo is None else topo.split_of(a, b)
+        w = w * avail  # never a group without a circuit
+        empty = w.sum(axis=1) == 0
+        if empty.any():
+            w[empty] = avail[empty]
+            still = w.sum(axis=1) == 0
+            if still.any():
+                self._no_circuit(pa, pb, still)
+        return _spread(w, rank)
+
+    def _no_circuit(self, pa: IntArray, pb: IntArray, mask: NDArray[np.bool_]) -> None:
+        f = int(np.flatnonzero(mask)[0])
+        raise NoCircuitError(
+            f"no OCS circuit joins pod {int(pa[f])} to pod {int(pb[f])} in any group: the "
+            f"admission gave this job's cross-pod traffic no connectivity "
+            f"({int(mask.sum())} flow(s) affected)"
+        )
+
+    # ------------------------------------------------------------------ summary
+    def describe(self) -> dict[str, object]:
+        """Summary: chip, tau, pods, spines per pod, port speed, routing, admissions.
+
+        Examples
+        --------
+        >>> from lumoscore.topology import ClusterSpec
+        >>> spec = ClusterSpec(pods=2, k_leaf=4, k_spine=4, tau=2, gpus_per_server=4,
+        ...                    ocs_ports=2)
+        >>> d = LumosCoreFabric(spec, chip_tbps=12.8).describe()
+        >>> d["chip_tbps"], d["tau"], d["gpus_per_pod"], d["reconfig_delay_s"]
+        (12.8, 2, 8, 0.1)
+        """
+        out = super().describe()
+        s = self.spec
+        out.update(
+            {
+                "chip_tbps": self.chip_tbps,
+                "tau": s.tau,
+                "pods": s.pods,
+                "leaves_per_pod": s.leaves_per_pod,
+                "spines_per_pod": s.spines_per_pod,
+                "gpus_per_pod": s.gpus_per_pod,
+                "k_leaf": s.k_leaf,
+                "k_spine": s.k_spine,
+                "ocs_groups": s.ocs_groups,
+                "ocs_ports": s.ocs_ports,
+                "routing": self.routing,
+                "wiring": self.wiring_kind,
+                "solver": self.solver,
+                "policy": self.policy,
+                "reconfig_delay_s": self.reconfig_delay_s,
+                **self.stats,
+            }
+        )
+        return out

@@ -1,0 +1,248 @@
+"""LumosCore fabric: links, capacities from the OCS circuits, routes, and the simulator."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.fabric import LumosCoreFabric, NoCircuitError, make_fabric
+from lumoscore.fabric.lumos import LUMOS_ROUTING_MODES
+from lumoscore.fabric.presets import LUMOSCORE_PRESETS
+from lumoscore.sim import Simulator
+from lumoscore.sim.plan import build_plan
+from lumoscore.topology import ClusterSpec
+from lumoscore.workload import Job
+from lumoscore.workload.presets import generate_trace
+
+#: 4 pods of 8 leaves x 16 GPUs (the 51.2T, tau = 2 pod at 1.6 Tb/s): 512 GPUs, 8 OCS groups.
+SPEC = ClusterSpec(pods=4, k_leaf=16, k_spine=16, tau=2, gpus_per_server=8, ocs_ports=4)
+PORT_BPS = SPEC.port_gbps * 1e9
+
+
+def job(jid: int, gpus: int, tp: int = 8, pp: int = 2, ep: int = 8) -> Job:
+    dp = gpus // (tp * pp)
+    return Job(
+        job_id=jid, arrival_s=0.0, gpus=gpus, model="Pangu", tp=tp, pp=pp, dp=dp, ep=ep,
+        iterations=2, duration_s=100.0,
+    )  # fmt: skip
+
+
+def admitted(fab: LumosCoreFabric, j: Job) -> np.ndarray:
+    gpus = fab.place(j)
+    assert gpus is not None
+    fab.apply(fab.admit(j.job_id, gpus))
+    return gpus
+
+
+def check_routes(fab: LumosCoreFabric, src: np.ndarray, dst: np.ndarray, job_id: int) -> int:
+    """Every route is a walk NIC -> ... -> NIC over links of capacity > 0, cross-pod routes
+    cross exactly one OCS link, of the spine group they climbed to and the right pods.
+    Returns the number of cross-pod flows checked."""
+    spec = fab.spec
+    r = fab.routes(src, dst, np.arange(src.size), job_id=job_id)
+    tk, ti, hk, hi = fab.link_endpoints()
+    H = spec.ocs_groups
+    n_cross = 0
+    for f in range(src.size):
+        links = r.links_of(f)
+        assert links[0] == src[f] and links[-1] == fab.gpus + dst[f]
+        assert (fab.capacity_bps[links] > 0).all()
+        assert (hk[links[:-1]] == tk[links[1:]]).all() and (hi[links[:-1]] == ti[links[1:]]).all()
+        a, b = int(spec.leaf_of_gpu(src[f])), int(spec.leaf_of_gpu(dst[f]))
+        pa, pb = a // spec.leaves_per_pod, b // spec.leaves_per_pod
+        ocs = links[links >= fab.off_ocs]
+        if a == b:
+            assert links.size == 2
+        elif pa == pb:
+            assert links.size == 4 and ocs.size == 0
+        else:
+            assert links.size == 5 and ocs.size == 1
+            h, i, j = np.unravel_index(int(ocs[0]) - fab.off_ocs, (H, spec.pods, spec.pods))
+            assert (i, j) == (pa, pb)
+            assert ti[ocs[0]] == pa * H + h and hi[ocs[0]] == pb * H + h
+            assert fab.ocs_circuits()[h, i, j] > 0
+            n_cross += 1
+    return n_cross
+
+
+@pytest.mark.parametrize("routing", ["planned", "ecmp"])
+@settings(max_examples=10, deadline=None)
+@given(sizes=st.lists(st.sampled_from([16, 64, 128, 192, 256]), min_size=1, max_size=4),
+       seed=st.integers(0, 2**16))  # fmt: skip
+def test_routes_are_valid_walks_over_live_links(routing: str, sizes: list[int], seed: int) -> None:
+    fab = LumosCoreFabric(SPEC, routing=routing, reconfig_delay_s=0.0)
+    rng = np.random.default_rng(seed)
+    for jid, n in enumerate(sizes):
+        gpus = fab.place(job(jid, n))
+        if gpus is None:
+            continue
+        fab.apply(fab.admit(jid, gpus))
+        src = rng.choice(gpus, 60)
+        dst = rng.choice(gpus, 60)
+        keep = src // 8 != dst // 8
+        n_cross = check_routes(fab, src[keep], dst[keep], jid)
+        if np.unique(SPEC.pod_of_gpu(gpus)).size > 1:
+            assert n_cross > 0
+        # the job's actual traffic as the simulator routes it
+        plan = build_plan(job(jid, n), gpus, fab)
+        for rp in plan.rounds:
+            assert (fab.capacity_bps[rp.indices] > 0).all()
+
+
+def test_ideal_routes_use_nics_only() -> None:
+    fab = LumosCoreFabric(SPEC, routing="ideal")
+    assert fab.isolating
+    gpus = admitted(fab, job(1, 256))
+    r = fab.routes(gpus[:4], gpus[-4:], np.arange(4), job_id=1)
+    assert r.indices.tolist() == [
+        x for s, d in zip(gpus[:4], gpus[-4:], strict=True) for x in (s, 512 + d)
+    ]
+
+
+def test_link_layout_and_capacities() -> None:
+    fab = LumosCoreFabric(SPEC)
+    G, n, H, P = 512, SPEC.leaves, 8, 4
+    assert fab.n_links == 2 * G + 2 * n * H + H * P * P
+    assert (fab.capacity_bps[: 2 * G] == PORT_BPS).all()
+    assert (fab.capacity_bps[2 * G : fab.off_ocs] == 2 * PORT_BPS).all()  # tau links as one
+    assert (fab.capacity_bps[fab.off_ocs :] == 0).all()
+    tk, ti, hk, hi = fab.link_endpoints()
+    assert (tk[:G] == 0).all() and (hi[:G] == np.arange(G) // 16).all()
+    assert (hk[G : 2 * G] == 0).all() and (ti[G : 2 * G] == np.arange(G) // 16).all()
+    d = fab.describe()
+    assert (d["tau"], d["pods"], d["routing"], d["port_gbps"]) == (2, 4, "planned", 1600.0)
+
+
+def test_capacities_follow_the_circuits_and_release_restores_them() -> None:
+    fab = LumosCoreFabric(SPEC, reconfig_delay_s=0.05)
+    initial = fab.capacity_bps.copy()
+    jobs = [job(0, 192), job(1, 128, pp=4), job(2, 64), job(3, 96, tp=8, pp=4)]
+    for j in jobs:
+        gpus = fab.place(j)
+        assert gpus is not None
+        change = fab.admit(j.job_id, gpus)
+        fab.apply(change)
+        C = fab.ocs_circuits()
+        # realised circuits = the logical topology C (Theorem 4.1 keeps it within the ports)
+        assert (C == fab.state.logical.C).all()
+        assert np.array_equal(fab.capacity_bps[fab.off_ocs :], C.reshape(-1) * PORT_BPS)
+        assert change.delay_s in (0.0, 0.05)
+        assert (change.delay_s > 0) == (not change.empty)
+        with pytest.raises(PreconditionError):
+            fab.admit(j.job_id, gpus)  # the change is handed out once
+    assert fab.ocs_circuits().sum() > 0
+    for j in reversed(jobs):
+        fab.apply(fab.release(j.job_id))
+        assert np.array_equal(
+            fab.capacity_bps[fab.off_ocs :], fab.ocs_circuits().reshape(-1) * PORT_BPS
+        )
+    assert np.array_equal(fab.capacity_bps, initial)
+    assert (fab.state.owner == -1).all() and fab.stats["stranded_links"] == 0
+    with pytest.raises(PreconditionError):
+        fab.release(0)
+
+
+def test_cross_pod_flow_without_circuit_is_an_error() -> None:
+    fab = LumosCoreFabric(SPEC)
+    with pytest.raises(NoCircuitError, match="no OCS circuit joins pod 0 to pod 1"):
+        fab.routes(np.array([0]), np.array([200]), np.array([0]), job_id=7)
+    with pytest.raises(ConfigError, match="routing"):
+        LumosCoreFabric(SPEC, routing="source")
+    with pytest.raises(ConfigError, match="reconfig_delay_s"):
+        LumosCoreFabric(SPEC, reconfig_delay_s=-1)
+
+
+def trace(n: int, seed: int) -> list[Job]:
+    return list(generate_trace("lumoscore-paper", n, seed=seed, cluster_gpus=SPEC.gpus).jobs)
+
+
+class Checked(LumosCoreFabric):
+    """Checks the placement state at every admission and release."""
+
+    def place(self, job: Job) -> np.ndarray | None:
+        gpus = super().place(job)
+        if gpus is not None:
+            assert np.unique(gpus).size == job.gpus
+            assert (self.state.owner[gpus] == job.job_id).all()
+            assert self.state.check() == []
+        return gpus
+
+    def release(self, job_id: int):  # type: ignore[no-untyped-def]
+        change = super().release(job_id)
+        assert not (self.state.owner == job_id).any() and self.state.check() == []
+        return change
+
+
+def test_simulation_end_to_end_is_complete_and_deterministic() -> None:
+    jobs = trace(60, seed=3)
+    fab = Checked(SPEC)
+    res = Simulator(fab, jobs).run()
+    df = res.jobs
+    assert np.isfinite(df["finish_s"]).all() and not df["rejected"].any()
+    assert (fab.state.owner == -1).all() and fab.ocs_circuits().sum() == 0
+    assert res.stats["reconfigurations"] > 0
+    res2 = Simulator(LumosCoreFabric(SPEC), jobs).run()
+    assert df.equals(res2.jobs)
+
+
+@pytest.mark.parametrize("routing", ["planned", "ecmp"])
+def test_isolation_off_gives_the_same_results(routing: str) -> None:
+    # 3 iterations a job: round-by-round ECMP all-to-all rounds are slow to simulate
+    jobs = [dataclasses.replace(j, iterations=min(j.iterations, 3)) for j in trace(40, seed=5)]
+    a = Simulator(LumosCoreFabric(SPEC, routing=routing), jobs).run()
+    b = Simulator(LumosCoreFabric(SPEC, routing=routing), jobs, isolation=False).run()
+    assert a.stats["reconfigurations"] > 0 and b.stats["fluid_rounds"] > 0
+    for col in ("start_s", "finish_s", "contention_level"):
+        np.testing.assert_allclose(a.jobs[col], b.jobs[col], rtol=1e-9)
+
+
+def test_planned_tau2_is_contention_free_when_the_demand_fits() -> None:
+    """Theorem 4.1 at flow level: with the per-flow demand rule (``phases``: one link per
+    concurrent cross-pod flow) and no path sharing, every job's contention level is 1."""
+    jobs = trace(80, seed=1)
+    fab = LumosCoreFabric(SPEC, demand_method="phases")
+    df = Simulator(fab, jobs).run().jobs.set_index("job_id")
+    fits = [j for j in df.index if fab.shared_links[j] == 0]
+    assert len(fits) >= 0.8 * len(df)
+    np.testing.assert_allclose(df.loc[fits, "contention_level"], 1.0, atol=1e-9)
+    assert fab.stats["stranded_links"] == 0
+
+
+def test_research_demand_rule_undercounts_pipeline_flows() -> None:
+    """With the research rule a PP leaf pair gets ``tp`` links whatever the number of DP
+    replicas on it: 2 replicas send 2 x tp flows over tp circuits, contention 2; the per-flow
+    rule gives the pair 2 x tp links and contention 1."""
+    j = job(0, 256, tp=8, pp=16)  # dp = 2: a stage fills one leaf (16 GPUs)
+    out = {}
+    for rule in ("research", "phases"):
+        fab = LumosCoreFabric(SPEC, demand_method=rule)
+        fab.place(job(99, 64))  # pod 0 partly busy: the job spans two pods
+        gpus = admitted(fab, j)
+        L1 = fab.state.job_demand[0]
+        plan = build_plan(j, gpus, fab)
+        ratio = max(r.solo_s / r.ideal_s for r in plan.rounds if r.ideal_s > 0)
+        out[rule] = (int(L1.values.max()), ratio)
+    assert out["research"][0] == 8 and out["research"][1] == pytest.approx(2.0)
+    assert out["phases"][0] == 16 and out["phases"][1] == pytest.approx(1.0)
+
+
+def test_presets_build_at_4096() -> None:
+    for name, per_pod in zip(LUMOSCORE_PRESETS, (128, 256, 64), strict=True):
+        fab = make_fabric(name, 4096)
+        assert isinstance(fab, LumosCoreFabric)
+        assert fab.gpus == 4096 and fab.spec.gpus_per_pod == per_pod
+        assert fab.port_gbps == 1600.0 and fab.routing == "planned" and fab.name == name
+        with pytest.raises(ConfigError, match=f"whole number of pods of {per_pod}"):
+            make_fabric(name, 4096 + per_pod // 2)
+    assert make_fabric("lumoscore-51.2T-tau2", 4096, routing="ecmp").routing == "ecmp"
+    assert make_fabric("lumoscore-25.6T-tau1", 128, routing="ideal").isolating
+    with pytest.raises(ConfigError, match="planned, ecmp, ideal"):
+        make_fabric("lumoscore-51.2T-tau1", 4096, routing="balanced")
+    with pytest.raises(ConfigError, match="more than the 512 ports"):
+        make_fabric("lumoscore-25.6T-tau1", 64 * 513)
+    assert set(LUMOS_ROUTING_MODES) == {"planned", "ecmp", "ideal"}
