@@ -246,3 +246,24 @@ def test_presets_build_at_4096() -> None:
     with pytest.raises(ConfigError, match="more than the 512 ports"):
         make_fabric("lumoscore-25.6T-tau1", 64 * 513)
     assert set(LUMOS_ROUTING_MODES) == {"planned", "ecmp", "ideal"}
+
+
+class LiveRoutes(LumosCoreFabric):
+    """Checks after every capacity change that no running job's route crosses a dead link."""
+
+    def apply(self, change):  # type: ignore[no-untyped-def]
+        super().apply(change)
+        for links in self._job_ocs.values():
+            assert (self.capacity_bps[links] > 0).all()
+
+
+def test_running_routes_keep_their_circuits_across_full_recomputations() -> None:
+    """A full recomputation of the logical topology can move a running job's requirements;
+    its fixed routes must still find capacity (stranded circuits are kept until it ends)."""
+    spec = ClusterSpec(pods=16, k_leaf=16, k_spine=16, tau=2, gpus_per_server=8, ocs_ports=16)
+    jobs = list(generate_trace("lumoscore-paper", 300, seed=1, cluster_gpus=spec.gpus).jobs)
+    fab = LiveRoutes(spec)
+    res = Simulator(fab, jobs).run()
+    assert np.isfinite(res.jobs["finish_s"]).all()
+    assert fab.stats["stranded_links"] > 0  # the case occurs in this trace
+    assert fab.ocs_circuits().sum() == 0 and (fab.capacity_bps[fab.off_ocs :] == 0).all()
