@@ -40,7 +40,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -90,7 +90,6 @@ class _Run:
     round: int = 0
     round_start_s: float = 0.0
     comm_s: float = 0.0  # actual communication time accumulated (contending mode)
-    mode_switch_s: float = field(default=math.nan)
 
 
 class Simulator:
