@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from lumoscore.errors import ConfigError
+from lumoscore.fileio import atomic_write
 from lumoscore.hardware.sizing import SizingRow
 
 __all__ = ["plot_scalability"]
@@ -69,13 +68,8 @@ def plot_scalability(rows: Sequence[SizingRow], path: str | Path) -> Path:
     axes[-1].legend(fontsize=8)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}.", suffix=out.suffix)
-    os.close(fd)
     try:
-        fig.savefig(tmp, format=out.suffix.lower().lstrip("."), dpi=150)
-        os.replace(tmp, out)
+        atomic_write(out, lambda tmp: fig.savefig(tmp, format=out.suffix.lower()[1:], dpi=150))
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return out

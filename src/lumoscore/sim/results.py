@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +20,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from lumoscore.fileio import atomic_write_text
 from lumoscore.workload.job import Job
 
-__all__ = ["SimResult", "atomic_write_bytes", "summarize"]
+__all__ = ["SimResult", "summarize"]
 
 PER_JOB_COLUMNS = (
     "job_id",
@@ -42,19 +41,6 @@ PER_JOB_COLUMNS = (
     "isolated",
     "rejected",
 )
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _pct(x: NDArray[np.float64], q: float) -> float:
@@ -149,14 +135,14 @@ class SimResult:
 
         buf = io.BytesIO()
         self.jobs.to_parquet(buf, index=False)
-        atomic_write_bytes(out / "jobs.parquet", buf.getvalue())
-        atomic_write_bytes(out / "jobs.csv", self.jobs.to_csv(index=False).encode())
-        atomic_write_bytes(out / "queue.csv", self.queue.to_csv(index=False).encode())
+        atomic_write_text(out / "jobs.parquet", buf.getvalue())
+        atomic_write_text(out / "jobs.csv", self.jobs.to_csv(index=False).encode())
+        atomic_write_text(out / "queue.csv", self.queue.to_csv(index=False).encode())
         doc = {
             "summary": self.summary,
             "fabric": self.fabric,
             "stats": self.stats,
             **({"manifest": manifest} if manifest else {}),
         }
-        atomic_write_bytes(out / "summary.json", json.dumps(doc, indent=2, default=float).encode())
+        atomic_write_text(out / "summary.json", json.dumps(doc, indent=2, default=float).encode())
         return out

@@ -30,8 +30,6 @@ Examples
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError
+from lumoscore.fileio import atomic_write_text
 from lumoscore.toe.model import CIRCUIT_COLUMNS
 
 __all__ = ["CONFIG_FORMAT", "load_demand", "read_config", "write_config"]
@@ -96,17 +95,7 @@ def write_config(path: str | Path, circuits: Any, **meta: Any) -> None:
     doc: dict[str, Any] = {"format": CONFIG_FORMAT, "version": 1, **meta}
     doc["columns"] = list(CIRCUIT_COLUMNS)
     doc["circuits"] = rows
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=1)
-            fh.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
 
 
 def read_config(path: str | Path) -> NDArray[np.int64]:

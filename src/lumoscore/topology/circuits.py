@@ -38,7 +38,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
-from lumoscore.topology.wiring import Wiring, _atomic_write_text
+from lumoscore.fileio import atomic_write_text
+from lumoscore.topology.wiring import Wiring
 
 __all__ = [
     "CIRCUIT_COLUMNS",
@@ -344,11 +345,11 @@ def write_circuits(path: str | Path, circuits: Any) -> None:
     p = Path(path)
     if p.suffix.lower() == ".json":
         rows = [dict(zip(CIRCUIT_COLUMNS, r, strict=True)) for r in x.tolist()]
-        _atomic_write_text(p, json.dumps(rows, indent=1) + "\n")
+        atomic_write_text(p, json.dumps(rows, indent=1) + "\n")
         return
     lines = [",".join(CIRCUIT_COLUMNS)]
     lines.extend(",".join(map(str, r)) for r in x.tolist())
-    _atomic_write_text(p, "\n".join(lines) + "\n")
+    atomic_write_text(p, "\n".join(lines) + "\n")
 
 
 def read_circuits(path: str | Path) -> IntArray:

@@ -59,8 +59,6 @@ Examples
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -71,6 +69,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError
+from lumoscore.fileio import atomic_write_text
 from lumoscore.topology.cluster import ClusterSpec
 
 __all__ = [
@@ -236,20 +235,6 @@ def _group_map(
     return tx, q, rx, q
 
 
-def _atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder + ``os.replace``."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @dataclass(frozen=True, eq=False)
 class Wiring:
     """Port-level physical topology of a whole cluster (read-only arrays).
@@ -400,7 +385,7 @@ class Wiring:
 
     def to_json(self, path: str | Path) -> None:
         """Write :meth:`to_records` as a JSON list (atomically)."""
-        _atomic_write_text(path, json.dumps(self.to_records(), indent=1) + "\n")
+        atomic_write_text(path, json.dumps(self.to_records(), indent=1) + "\n")
 
     def to_csv(self, path: str | Path) -> None:
         """Write the map as CSV with the :data:`RECORD_COLUMNS` header (atomically)."""
@@ -409,7 +394,7 @@ class Wiring:
         if arr.size:
             body = np.char.mod("%d", arr)
             lines.extend(",".join(r) for r in body.tolist())
-        _atomic_write_text(path, "\n".join(lines) + "\n")
+        atomic_write_text(path, "\n".join(lines) + "\n")
 
     def to_networkx(self) -> nx.DiGraph:
         """Directed graph of spine ports, OCS half-ports and fibres.

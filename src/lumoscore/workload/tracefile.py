@@ -30,12 +30,9 @@ True
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import secrets
-import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,6 +40,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lumoscore.fileio import atomic_write as _atomic_write
 from lumoscore.workload.errors import TraceFormatError
 from lumoscore.workload.trace import TRACE_COLUMNS, Trace, TraceMeta
 
@@ -80,22 +78,9 @@ def trace_format(path: str | os.PathLike[str]) -> str:
     return TRACE_FORMATS[suffix]
 
 
-def _create_temp(directory: Path, name: str) -> Path:
-    """Create an empty file next to the target (permissions follow the umask, unlike
-    :func:`tempfile.mkstemp`, whose files are private)."""
-    while True:
-        tmp = directory / f".{name}.{secrets.token_hex(6)}.tmp"
-        try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        except FileExistsError:
-            continue
-        return tmp
-
-
 def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp)`` on a temporary path next to ``path`` and move it into place.
-
-    If ``write`` raises, the temporary file is removed and ``path`` is left as it was.
+    """:func:`lumoscore.fileio.atomic_write` for trace files: a missing folder raises
+    :class:`TraceFormatError`.
 
     Examples
     --------
@@ -105,22 +90,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) ->
     ...     p.read_text()
     'hi'
     """
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise TraceFormatError(f"{target}: directory {directory} does not exist")
-    tmp = _create_temp(directory, target.name)
-    with contextlib.suppress(OSError):
-        # Keep the mode of a file being replaced; new files get 0o666 minus the umask.
-        os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
-    try:
-        write(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    return target
+    return _atomic_write(path, write, error=TraceFormatError)
 
 
 def write_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:

@@ -1,0 +1,74 @@
+"""Atomic file writes shared by every package: nothing is ever left half written.
+
+A file is written to a temporary file in the target's folder and moved into place with
+``os.replace`` only when complete; on any error the temporary file is removed and the target is
+left as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from lumoscore.errors import ConfigError
+
+__all__ = ["atomic_write", "atomic_write_text"]
+
+
+def _create_temp(directory: Path, name: str) -> Path:
+    """Create an empty file next to the target (permissions follow the umask, unlike
+    :func:`tempfile.mkstemp`, whose files are private)."""
+    while True:
+        tmp = directory / f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return tmp
+
+
+def atomic_write(
+    path: str | os.PathLike[str],
+    write: Callable[[Path], None],
+    *,
+    error: type[Exception] = ConfigError,
+) -> Path:
+    """Call ``write(tmp)`` on a temporary path next to ``path`` and move it into place.
+
+    If ``write`` raises, the temporary file is removed and ``path`` is left as it was. A
+    missing folder raises ``error`` (a :class:`~lumoscore.errors.ConfigError` by default).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = atomic_write(Path(d) / "a.txt", lambda tmp: tmp.write_text("hi"))
+    ...     p.read_text()
+    'hi'
+    """
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise error(f"{target}: directory {directory} does not exist")
+    tmp = _create_temp(directory, target.name)
+    with contextlib.suppress(OSError):
+        # Keep the mode of a file being replaced; new files get 0o666 minus the umask.
+        os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    return target
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str | bytes) -> Path:
+    """Write ``text`` (UTF-8, newlines as given) or ``bytes`` to ``path`` atomically."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return atomic_write(path, lambda tmp: tmp.write_bytes(data))
