@@ -158,7 +158,6 @@ class Simulator:
         fluid = FluidSet(cap, self.eps)
         eps = self.eps
         link_users = np.zeros(fab.n_links, dtype=np.int64)
-        link_owner = np.full(fab.n_links, -1, dtype=np.int64)
         inflight_count = np.zeros(fab.n_links, dtype=np.int64)
         scratch = np.zeros(fab.n_links, dtype=bool)
         inflight: dict[int, tuple[RoundPlan, float, str]] = {}
@@ -236,16 +235,27 @@ class Simulator:
             rp, _, _ = inflight.pop(jid)
             inflight_count[rp.links] -= 1
 
-        def to_fluid(jid: int, now: float) -> None:
-            """Move a solo in-flight round into the fluid set at its exact progress."""
-            rp, t0, mode = inflight[jid]
-            if mode == "fluid":
-                return
-            q.cancel(("roundend", jid))
-            _, rem = solo_progress(rp, cap, until_s=now - t0, eps=eps)
+        def join_fluid(jid: int, rp: RoundPlan, t0: float, now: float) -> None:
+            """Put a round that started at ``t0`` into the fluid set at its exact progress."""
             fluid.advance(now)
+            rem = solo_progress(rp, cap, until_s=now - t0, eps=eps)[1] if t0 < now else None
             fluid.add(jid, rp, rem)
             inflight[jid] = (rp, t0, "fluid")
+
+        def solo_to_fluid(now: float) -> None:
+            """Move every solo in-flight round crossing a link marked in ``scratch`` into the
+            fluid set."""
+            for k in [k for k, v in inflight.items() if v[2] == "solo"]:
+                rp, t0, _ = inflight[k]
+                if scratch[rp.links].any():
+                    q.cancel(("roundend", k))
+                    join_fluid(k, rp, t0, now)
+
+        def demote_isolated(now: float) -> None:
+            """Switch every isolated job crossing a link marked in ``scratch`` to round by round."""
+            for run in list(running.values()):
+                if run.isolated and scratch[run.plan.links].any():
+                    materialize(run, now)
 
         def start_round(run: _Run, rp: RoundPlan, now: float, t0: float | None = None) -> None:
             """Start a round's flows (``t0``: when they started, for a resumed round)."""
@@ -262,18 +272,10 @@ class Simulator:
                 return
             if busy:
                 scratch[rp.links] = True
-                for k in [k for k, v in inflight.items() if v[2] == "solo"]:
-                    if scratch[inflight[k][0].links].any():
-                        to_fluid(k, now)
+                solo_to_fluid(now)
                 scratch[rp.links] = False
             stats["fluid_rounds"] += 1
-            inflight[jid] = (rp, t0, "fluid")
-            fluid.advance(now)
-            if t0 < now:
-                _, rem = solo_progress(rp, cap, until_s=now - t0, eps=eps)
-                fluid.add(jid, rp, rem)
-            else:
-                fluid.add(jid, rp)
+            join_fluid(jid, rp, t0, now)
             resolve_fluid(now)
 
         def resolve_fluid(now: float) -> None:
@@ -288,9 +290,11 @@ class Simulator:
 
         def materialize(run: _Run, now: float) -> None:
             """Switch an isolated job to round-by-round mode at its exact position."""
+            run.isolated = False
+            if math.isnan(start[index[run.job.job_id]]):
+                return  # not begun yet (start delay): it will run round by round
             stats["materialized"] += 1
             q.cancel(("finish", run.job.job_id))
-            run.isolated = False
             plan = run.plan
             elapsed = now - run.begin_s
             it = int(elapsed // plan.iteration_s) if plan.iteration_s > 0 else 0
@@ -350,15 +354,8 @@ class Simulator:
                 return
             stats["reconfigurations"] += 1
             scratch[change.links] = True
-            for run in list(running.values()):
-                if run.isolated and scratch[run.plan.links].any():
-                    if math.isnan(start[index[run.job.job_id]]):
-                        run.isolated = False
-                    else:
-                        materialize(run, now)
-            for k in [k for k, v in inflight.items() if v[2] == "solo"]:
-                if scratch[inflight[k][0].links].any():
-                    to_fluid(k, now)
+            demote_isolated(now)
+            solo_to_fluid(now)
             fluid.advance(now)
             fab.apply(change)
             for run in running.values():
@@ -382,16 +379,10 @@ class Simulator:
                 shared = links[link_users[links] > 0]
                 if shared.size or not self.isolation:
                     isolated = False
-                    for other in np.unique(link_owner[shared]).tolist():
-                        o = running.get(int(other))
-                        if o is None or not o.isolated:
-                            continue
-                        if math.isnan(start[index[o.job.job_id]]):
-                            o.isolated = False  # not begun yet: it will run round by round
-                        else:
-                            materialize(o, now)
+                    scratch[shared] = True
+                    demote_isolated(now)
+                    scratch[shared] = False
                 link_users[links] += 1
-                link_owner[links] = job.job_id
             isolated_flag[i] = isolated
             run = _Run(job, gpus, plan, now, isolated)
             running[job.job_id] = run
