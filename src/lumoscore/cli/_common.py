@@ -16,7 +16,7 @@ import typer
 
 from lumoscore.errors import LumosError
 
-__all__ = ["JsonOption", "emit_json", "fail", "run_guarded", "to_jsonable"]
+__all__ = ["JsonOption", "emit_json", "run_guarded", "to_jsonable"]
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
 
@@ -44,11 +44,6 @@ def emit_json(obj: Any) -> None:
     """Write ``obj`` as indented JSON to stdout."""
     json.dump(to_jsonable(obj), sys.stdout, indent=2)
     sys.stdout.write("\n")
-
-
-def fail(message: str) -> None:
-    """Abort the command with a one-line error (exit code 2)."""
-    raise LumosError(message)
 
 
 def _first_line(text: str) -> str:
