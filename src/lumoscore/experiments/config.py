@@ -1,0 +1,540 @@
+"""Experiment files: pydantic models of one simulation run and of a whole experiment.
+
+A :class:`RunConfig` is one fully resolved simulation (architecture, cluster size, trace,
+routing, queue policy, approximation, failures, seed). An :class:`ExperimentConfig` is what an
+experiment TOML file holds: the same fields, where the architecture, cluster size, load and
+seed may be lists, plus an optional ``[sweep]`` table that maps any :class:`RunConfig` field
+path (``"failures.rate_per_gpu_day"``, ``"trace.load"``, ``"routing"``, ...) to a list of
+values. :func:`expand` turns an experiment into the grid of runs (architectures x cluster
+sizes x sweep values x seeds) in a fixed order. Every model forbids unknown keys, so a typo is
+an error; :func:`load_experiment` turns every validation problem into one
+:class:`~lumoscore.errors.ConfigError` line ``field.path: message`` that names the allowed
+values.
+
+Examples
+--------
+>>> exp = ExperimentConfig(
+...     name="tiny", gpus=512, architectures=["best", "lumoscore-51.2T-tau2"],
+...     trace={"jobs": 20}, seeds=2)
+>>> [(r.arch, r.seed) for r in expand(exp)]
+[('best', 1), ('best', 2), ('lumoscore-51.2T-tau2', 1), ('lumoscore-51.2T-tau2', 2)]
+>>> RunConfig(arch="foo", gpus=512)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+pydantic_core._pydantic_core.ValidationError: 1 validation error for RunConfig
+arch
+  Value error, unknown fabric preset 'foo'; allowed: best, clos-51.2T-3tier, ...
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from lumoscore.errors import ConfigError
+from lumoscore.fabric.presets import PRESETS, make_fabric
+from lumoscore.sim.failures import FailureModel
+from lumoscore.sim.queueing import QUEUE_POLICIES
+from lumoscore.workload.presets import PRESETS as TRACE_PRESETS
+
+__all__ = [
+    "DEFAULT_EXPERIMENT",
+    "ExperimentConfig",
+    "ExperimentTrace",
+    "FailureConfig",
+    "RunConfig",
+    "TraceConfig",
+    "expand",
+    "format_validation_error",
+    "load_experiment",
+    "run_fields",
+]
+
+_MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
+#: Sweep paths that have their own axis in an experiment (``architectures``, ``gpus``,
+#: ``seeds``) and so are not allowed in ``[sweep]``.
+_OWN_AXES = {"arch": "architectures", "gpus": "gpus", "seed": "seeds"}
+
+
+def _canonical_arch(name: str) -> str:
+    """The preset's own spelling when ``name`` is a preset in another case."""
+    for preset in PRESETS:
+        if preset.lower() == name.strip().lower():
+            return preset
+    return name.strip()
+
+
+def _check_trace_preset(name: str | None) -> str | None:
+    if name is not None and name not in TRACE_PRESETS:
+        raise ValueError(f"unknown trace preset {name!r}; allowed: {', '.join(TRACE_PRESETS)}")
+    return name
+
+
+def _check_queue(name: str) -> str:
+    if name not in QUEUE_POLICIES:
+        raise ValueError(f"unknown queue policy {name!r}; allowed: {', '.join(QUEUE_POLICIES)}")
+    return name
+
+
+class FailureConfig(BaseModel):
+    """GPU failure process (:class:`~lumoscore.sim.failures.FailureModel`); default: none.
+
+    Examples
+    --------
+    >>> FailureConfig(rate_per_gpu_day=0.01).to_model().enabled
+    True
+    >>> FailureConfig().to_model().enabled
+    False
+    """
+
+    model_config = _MODEL_CONFIG
+
+    rate_per_gpu_day: float = Field(0.0, ge=0, allow_inf_nan=False)
+    hard_fraction: float = Field(0.3, ge=0, le=1)
+    soft_repair_s: float = Field(600.0, ge=0, allow_inf_nan=False)
+    hard_repair_s: float = Field(4 * 3600.0, ge=0, allow_inf_nan=False)
+    checkpoint_interval_s: float = Field(3600.0, gt=0)
+    restart_s: float = Field(300.0, ge=0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _model_accepts(self) -> FailureConfig:
+        self.to_model()
+        return self
+
+    def to_model(self) -> FailureModel:
+        """The simulator's :class:`~lumoscore.sim.failures.FailureModel`."""
+        return FailureModel(**self.model_dump())
+
+
+class TraceConfig(BaseModel):
+    """The job trace of one run: a generated preset or a trace file.
+
+    ``preset`` (default ``lumoscore-paper`` when no ``file`` is given) draws ``jobs`` jobs
+    with the run's seed; the arrival rate is ``beta_s`` (mean inter-arrival time) or ``load``
+    (workload level, LumosCore Eq. 9), at most one of them (neither: the preset's default).
+    ``file`` reads a trace file (``.csv``/``.parquet``) instead.
+
+    Examples
+    --------
+    >>> TraceConfig().preset, TraceConfig(file="t.csv").preset
+    ('lumoscore-paper', None)
+    """
+
+    model_config = _MODEL_CONFIG
+
+    preset: str | None = None
+    jobs: int = Field(1000, ge=1)
+    beta_s: float | None = Field(None, gt=0, allow_inf_nan=False)
+    load: float | None = Field(None, gt=0, allow_inf_nan=False)
+    load_basis: Literal["sample", "expected"] = "sample"
+    file: str | None = None
+
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, v: str | None) -> str | None:
+        return _check_trace_preset(v)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("file") is None and data.get("preset") is None:
+            return {**data, "preset": "lumoscore-paper"}
+        return data
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TraceConfig:
+        if self.file is not None:
+            if self.preset is not None:
+                raise ValueError("give either trace.preset or trace.file, not both")
+            if self.beta_s is not None or self.load is not None:
+                raise ValueError("trace.beta_s and trace.load apply to preset traces only")
+        if self.beta_s is not None and self.load is not None:
+            raise ValueError("give at most one of trace.beta_s and trace.load")
+        return self
+
+
+class RunConfig(BaseModel):
+    """One fully resolved simulation run.
+
+    Parameters
+    ----------
+    gpus : int
+        Cluster size (>= 8).
+    arch : str
+        Fabric preset (:data:`lumoscore.fabric.presets.PRESETS` or a generic
+        ``clos-<chip>T-<n>tier[-<o>:1]`` / ``leaf-spine-<chip>T`` name); the cluster must fit
+        the architecture (checked by building the fabric).
+    trace : TraceConfig
+        The job trace.
+    routing : str, optional
+        Routing policy; ``None`` is the fabric's default.
+    queue : str
+        Queue policy (:data:`~lumoscore.sim.queueing.QUEUE_POLICIES`).
+    eps : float
+        0 for exact max-min rates, > 0 for the (1+eps)-approximate allocation.
+    failures : FailureConfig
+        GPU failures (default none).
+    seed : int
+        Seed of the trace, of the ECMP hashes and of the failure process.
+
+    Examples
+    --------
+    >>> r = RunConfig(arch="BEST", gpus=256, trace={"jobs": 10, "load": 0.8})
+    >>> r.arch, r.trace.preset, r.trace.load, r.queue
+    ('best', 'lumoscore-paper', 0.8, 'fifo')
+    """
+
+    model_config = _MODEL_CONFIG
+
+    gpus: int = Field(4096, ge=8)
+    arch: str = "best"
+    trace: TraceConfig = TraceConfig()
+    routing: str | None = None
+    queue: str = "fifo"
+    eps: float = Field(0.0, ge=0, allow_inf_nan=False)
+    failures: FailureConfig = FailureConfig()
+    seed: int = Field(1, ge=0)
+
+    @field_validator("queue")
+    @classmethod
+    def _known_queue(cls, v: str) -> str:
+        return _check_queue(v)
+
+    @field_validator("arch")
+    @classmethod
+    def _known_arch(cls, v: str, info: pydantic.ValidationInfo) -> str:
+        name = _canonical_arch(v)
+        gpus = info.data.get("gpus")
+        if gpus is not None:
+            make_fabric(name, gpus)  # unknown name or cluster too big: the fabric's message
+        return name
+
+    @model_validator(mode="after")
+    def _fabric_builds(self) -> RunConfig:
+        if self.routing is not None:
+            try:
+                make_fabric(self.arch, self.gpus, routing=self.routing, seed=self.seed)
+            except ConfigError as exc:
+                raise ValueError(f"routing: {exc}") from None
+        return self
+
+    def label(self) -> str:
+        """A short human-readable description.
+
+        Examples
+        --------
+        >>> RunConfig(arch="best", gpus=512, trace={"jobs": 20}).label()
+        'best 512 GPUs lumoscore-paper x20 seed 1'
+        """
+        t = self.trace
+        trace = f"{t.file}" if t.file else f"{t.preset} x{t.jobs}"
+        return f"{self.arch} {self.gpus} GPUs {trace} seed {self.seed}"
+
+
+def run_fields(model: type[BaseModel] = RunConfig, prefix: str = "") -> list[str]:
+    """Every leaf field path of a model (``"trace.load"``, ``"failures.restart_s"``, ...).
+
+    Examples
+    --------
+    >>> "failures.rate_per_gpu_day" in run_fields(), "trace" in run_fields()
+    (True, False)
+    """
+    out: list[str] = []
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            out.extend(run_fields(ann, f"{prefix}{name}."))
+        else:
+            out.append(f"{prefix}{name}")
+    return out
+
+
+class ExperimentTrace(BaseModel):
+    """The ``[trace]`` table of an experiment: as :class:`TraceConfig`, but ``jobs``,
+    ``beta_s`` and ``load`` may be lists (each list is a sweep axis)."""
+
+    model_config = _MODEL_CONFIG
+
+    preset: str | None = None
+    jobs: int | list[int] = 1000
+    beta_s: float | list[float] | None = None
+    load: float | list[float] | None = None
+    load_basis: Literal["sample", "expected"] = "sample"
+    file: str | None = None
+
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, v: str | None) -> str | None:
+        return _check_trace_preset(v)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+class ExperimentConfig(BaseModel):
+    """An experiment file: the runs of :func:`expand` and where their results go.
+
+    ``gpus``, ``trace.jobs``, ``trace.beta_s``, ``trace.load`` and ``eps`` take a value or a
+    list; ``seeds`` a list or a count ``n`` (seeds ``1..n``); ``routing`` a policy for every
+    architecture or a table ``{arch = policy}``; ``sweep`` maps a :class:`RunConfig` field
+    path to the list of values to try. ``output`` defaults to ``results/<name>``.
+
+    Examples
+    --------
+    >>> e = ExperimentConfig(name="x", seeds=3, sweep={"failures.rate_per_gpu_day": [0, 0.01]})
+    >>> e.seed_list(), e.output_dir().as_posix()
+    ([1, 2, 3], 'results/x')
+    """
+
+    model_config = _MODEL_CONFIG
+
+    name: str = Field("experiment", min_length=1)
+    description: str = ""
+    gpus: int | list[int] = 4096
+    architectures: list[str] = Field(default_factory=lambda: list(PRESETS), min_length=1)
+    trace: ExperimentTrace = ExperimentTrace()
+    routing: str | dict[str, str] | None = None
+    queue: str = "fifo"
+    eps: float | list[float] = 0.0
+    failures: FailureConfig = FailureConfig()
+    seeds: int | list[int] = Field([1])
+    output: str | None = None
+    sweep: dict[str, list[Any]] = Field(default_factory=dict)
+
+    @field_validator("queue")
+    @classmethod
+    def _known_queue(cls, v: str) -> str:
+        return _check_queue(v)
+
+    @field_validator("architectures")
+    @classmethod
+    def _unique_archs(cls, v: list[str]) -> list[str]:
+        names = [_canonical_arch(a) for a in v]
+        dup = sorted({a for a in names if names.count(a) > 1})
+        if dup:
+            raise ValueError(f"listed twice: {', '.join(dup)}")
+        return names
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v: int | list[int]) -> int | list[int]:
+        if isinstance(v, int) and v < 1:
+            raise ValueError(f"a count >= 1 or a list of integers >= 0, got {v}")
+        if isinstance(v, list) and (not v or any(s < 0 for s in v)):
+            raise ValueError(f"a count >= 1 or a non-empty list of integers >= 0, got {v}")
+        return v
+
+    @field_validator("gpus", "eps")
+    @classmethod
+    def _non_empty(cls, v: Any) -> Any:
+        if isinstance(v, list) and not v:
+            raise ValueError("an empty list; give a value or a non-empty list")
+        return v
+
+    @field_validator("sweep")
+    @classmethod
+    def _sweep_paths(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        allowed = [p for p in run_fields() if p not in _OWN_AXES]
+        for path, values in v.items():
+            if path in _OWN_AXES:
+                raise ValueError(f"{path!r}: use the top-level key {_OWN_AXES[path]!r} instead")
+            if path not in allowed:
+                raise ValueError(f"unknown field {path!r}; allowed: {', '.join(allowed)}")
+            if not values:
+                raise ValueError(f"{path!r}: an empty list of values")
+        return v
+
+    def seed_list(self) -> list[int]:
+        """The seeds: the list given, or ``1..n`` for a count ``n``."""
+        return list(range(1, self.seeds + 1)) if isinstance(self.seeds, int) else list(self.seeds)
+
+    def output_dir(self) -> Path:
+        """``output``, or ``results/<name>``."""
+        return Path(self.output) if self.output else Path("results") / self.name
+
+    def axes(self) -> dict[str, list[Any]]:
+        """The sweep axes besides architecture, cluster size and seed: list-valued fields
+        (``trace.jobs``, ``trace.beta_s``, ``trace.load``, ``eps``) and ``[sweep]``."""
+        implicit = {
+            "trace.jobs": self.trace.jobs,
+            "trace.beta_s": self.trace.beta_s,
+            "trace.load": self.trace.load,
+            "eps": self.eps,
+        }
+        out = {k: list(v) for k, v in implicit.items() if isinstance(v, list)}
+        for path, values in self.sweep.items():
+            if path in out:
+                raise ConfigError(f"sweep.{path}: also given as a list in the experiment")
+            out[path] = list(values)
+        return out
+
+    def base(self, arch: str) -> dict[str, Any]:
+        """The :class:`RunConfig` fields shared by every run of ``arch`` (scalars only)."""
+        trace = self.trace.model_dump(exclude_none=True)
+        for key in ("jobs", "beta_s", "load"):
+            if isinstance(trace.get(key), list):
+                del trace[key]
+        if isinstance(self.routing, dict):
+            routing = self.routing.get(arch)
+        else:
+            # One policy for every architecture: Best routes ideally, so it does not apply.
+            routing = None if arch == "best" else self.routing
+        return {
+            "arch": arch,
+            "trace": trace,
+            "routing": routing,
+            "queue": self.queue,
+            "eps": self.eps if not isinstance(self.eps, list) else 0.0,
+            "failures": self.failures.model_dump(),
+        }
+
+
+def _set_path(doc: dict[str, Any], path: str, value: Any) -> None:
+    *parents, leaf = path.split(".")
+    node = doc
+    for p in parents:
+        node = node.setdefault(p, {})
+    node[leaf] = value
+
+
+def format_validation_error(exc: pydantic.ValidationError, prefix: str = "") -> str:
+    """One line ``field.path: message; ...`` for a pydantic error.
+
+    Examples
+    --------
+    >>> try:
+    ...     RunConfig(gpus=4)
+    ... except pydantic.ValidationError as exc:
+    ...     format_validation_error(exc)
+    'gpus: Input should be greater than or equal to 8'
+    """
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        loc = f"{prefix}.{loc}" if prefix and loc else (prefix or loc)
+        msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+        if err.get("type") == "extra_forbidden":
+            msg = "unknown key"
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(dict.fromkeys(parts))
+
+
+def expand(config: ExperimentConfig) -> list[RunConfig]:
+    """The runs of an experiment: architectures x cluster sizes x sweep values x seeds.
+
+    The order is fixed: architectures as listed, then cluster sizes, then the sweep axes
+    (list-valued fields, then ``[sweep]`` in file order; the last axis varies fastest), then
+    seeds. Duplicate runs (for example Best under a routing sweep, which never applies to
+    Best) are kept once.
+
+    Raises
+    ------
+    ConfigError
+        A run is invalid (an architecture that cannot hold the cluster, a routing policy the
+        fabric does not know, a trace with both ``beta_s`` and ``load``, ...); the message
+        names the run and the field.
+
+    Examples
+    --------
+    >>> e = ExperimentConfig(name="s", gpus=256, architectures=["best"], trace={"jobs": 5},
+    ...                      sweep={"trace.load": [0.5, 0.9]})
+    >>> [(r.trace.load, r.seed) for r in expand(e)]
+    [(0.5, 1), (0.9, 1)]
+    """
+    axes = config.axes()
+    seen: dict[str, RunConfig] = {}
+    for arch, gpus in itertools.product(config.architectures, _as_list(config.gpus)):
+        for combo in itertools.product(*axes.values()):
+            for seed in config.seed_list():
+                doc = config.base(arch)
+                doc["gpus"] = gpus
+                doc["seed"] = seed
+                for path, value in zip(axes, combo, strict=True):
+                    if arch == "best" and path == "routing":
+                        value = None
+                    _set_path(doc, path, value)
+                try:
+                    run = RunConfig.model_validate(doc)
+                except pydantic.ValidationError as exc:
+                    what = ", ".join(
+                        [f"arch={arch}", f"gpus={gpus}"]
+                        + [f"{p}={v!r}" for p, v in zip(axes, combo, strict=True)]
+                    )
+                    raise ConfigError(f"run {what}: {format_validation_error(exc)}") from None
+                seen.setdefault(run.model_dump_json(), run)
+    return list(seen.values())
+
+
+def load_experiment(path: str | Path) -> ExperimentConfig:
+    """Read and validate an experiment TOML file.
+
+    A relative ``trace.file`` is taken relative to the file's folder. Every run of the
+    experiment is validated too (:func:`expand`), so an infeasible cluster fails here.
+
+    Raises
+    ------
+    ConfigError
+        Unreadable TOML or any invalid value: one line ``field.path: message``.
+    OSError
+        The file cannot be read.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = Path(d) / "e.toml"
+    ...     _ = p.write_text('name = "e"\\ngpus = 512\\narchitectures = ["best", "nope"]\\n')
+    ...     try:
+    ...         load_experiment(p)
+    ...     except ConfigError as exc:
+    ...         print(str(exc).split(": ", 1)[1][:60])
+    run arch=nope, gpus=512: arch: unknown fabric preset 'nope';
+    """
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    return experiment_from_dict(doc, base_dir=p.parent, source=str(p))
+
+
+def experiment_from_dict(
+    doc: Mapping[str, Any], *, base_dir: Path | None = None, source: str = "experiment"
+) -> ExperimentConfig:
+    """Validate a parsed experiment document (see :func:`load_experiment`)."""
+    data = dict(doc)
+    trace = data.get("trace")
+    if base_dir is not None and isinstance(trace, dict) and isinstance(trace.get("file"), str):
+        f = Path(trace["file"])
+        data["trace"] = {**trace, "file": str(f if f.is_absolute() else (base_dir / f).resolve())}
+    try:
+        config = ExperimentConfig.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"{source}: {format_validation_error(exc)}") from None
+    try:
+        expand(config)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    return config
+
+
+#: The built-in experiment of ``lumos run``: the LumosCore paper's 4096-GPU comparison
+#: (§6.4, Fig. 8) of the seven presets on the ``lumoscore-paper`` workload, 1000 jobs at
+#: ``beta_s = 2000`` s, seed 1.
+DEFAULT_EXPERIMENT = ExperimentConfig(
+    name="default",
+    description="LumosCore §6.4: seven architectures at 4096 GPUs, lumoscore-paper workload",
+    gpus=4096,
+    architectures=list(PRESETS),
+    trace=ExperimentTrace(preset="lumoscore-paper", jobs=1000, beta_s=2000.0),
+    queue="fifo",
+    eps=0.0,
+    seeds=[1],
+)

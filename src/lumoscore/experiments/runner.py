@@ -1,0 +1,311 @@
+"""Running experiments: one run (:func:`run_one`) and a whole sweep (:func:`run_sweep`).
+
+A sweep skips every run already in the :class:`~lumoscore.experiments.store.ResultStore`,
+runs the rest in parallel — on a local process pool (default), in this process
+(``workers=1``) or on a Dask distributed cluster — and writes each result into the store in
+this (the parent) process as soon as it arrives. Killing a sweep therefore loses only the runs
+in flight; running it again runs only the missing ones. A simulation is a pure function of its
+:class:`~lumoscore.experiments.config.RunConfig` (every random choice is seeded from
+``seed``), so every executor gives identical result files.
+
+Examples
+--------
+>>> import tempfile
+>>> from lumoscore.experiments.config import RunConfig
+>>> runs = [RunConfig(arch="best", gpus=256, trace={"jobs": 5}, seed=s) for s in (1, 2)]
+>>> with tempfile.TemporaryDirectory() as d:
+...     index = run_sweep(runs, ResultStore(d), workers=1, progress=False)
+...     again = run_sweep(runs, ResultStore(d), workers=1, progress=False)  # nothing to run
+...     index["seed"].tolist(), bool((index["key"] == again["key"]).all())
+([1, 2], True)
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import inspect
+import logging
+import os
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Literal
+
+import pandas as pd
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from lumoscore.errors import ConfigError, LumosError
+from lumoscore.experiments.config import RunConfig
+from lumoscore.experiments.store import ResultStore
+from lumoscore.sim.results import SimResult
+
+__all__ = ["SweepError", "run_one", "run_sweep", "simulator_options"]
+
+RunFn = Callable[[RunConfig], SimResult]
+
+
+class SweepError(LumosError):
+    """Some runs of a sweep failed; the others are in the store."""
+
+
+def simulator_options(run_config: RunConfig) -> dict[str, Any]:
+    """Keyword arguments of :class:`~lumoscore.sim.engine.Simulator` for a run.
+
+    ``failures`` (a :class:`~lumoscore.sim.failures.FailureModel`, only when failures are
+    enabled) and ``seed`` are passed when the simulator accepts them.
+
+    Examples
+    --------
+    >>> sorted(simulator_options(RunConfig(arch="best", gpus=256)))[:2]
+    ['eps', 'queue']
+    """
+    from lumoscore.sim.engine import Simulator
+
+    params = inspect.signature(Simulator).parameters
+    opts: dict[str, Any] = {"queue": run_config.queue, "eps": run_config.eps}
+    failures = run_config.failures.to_model()
+    if "failures" in params:
+        opts["failures"] = failures if failures.enabled else None
+    elif failures.enabled:
+        raise ConfigError(
+            "failures.rate_per_gpu_day > 0 needs a simulator with failure support; "
+            "this lumoscore.sim.engine.Simulator has none"
+        )
+    if "seed" in params:
+        opts["seed"] = run_config.seed
+    return opts
+
+
+def run_one(run_config: RunConfig, progress: Callable[[int, int], None] | None = None) -> SimResult:
+    """Simulate one run: build the fabric and the trace, run the simulator.
+
+    Parameters
+    ----------
+    run_config : RunConfig
+        The run.
+    progress : callable, optional
+        ``progress(finished_jobs, total_jobs)``, passed to the simulator.
+
+    Examples
+    --------
+    >>> r = run_one(RunConfig(arch="best", gpus=256, trace={"jobs": 5, "load": 0.5}))
+    >>> r.summary["jobs"], r.fabric["fabric"]
+    (5, 'best')
+    """
+    from lumoscore.fabric.presets import make_fabric
+    from lumoscore.sim.engine import Simulator
+    from lumoscore.workload import generate_trace, read_trace
+
+    cfg = run_config
+    fabric = make_fabric(cfg.arch, cfg.gpus, routing=cfg.routing, seed=cfg.seed)
+    t = cfg.trace
+    if t.file is not None:
+        trace = read_trace(t.file)
+    else:
+        assert t.preset is not None
+        trace = generate_trace(
+            t.preset,
+            t.jobs,
+            seed=cfg.seed,
+            cluster_gpus=cfg.gpus,
+            beta_s=t.beta_s,
+            load=t.load,
+            load_basis=t.load_basis,
+        )
+    sim = Simulator(fabric, trace.jobs, progress=progress, **simulator_options(cfg))
+    return sim.run()
+
+
+def _ignore_sigint() -> None:
+    """Pool workers leave Ctrl-C to the parent, which stops them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _local_results(
+    todo: Sequence[tuple[str, RunConfig]], run_fn: RunFn, workers: int
+) -> Iterator[Iterator[tuple[str, SimResult | BaseException]]]:
+    if workers <= 1:
+
+        def inline() -> Iterator[tuple[str, SimResult | BaseException]]:
+            for key, cfg in todo:
+                try:
+                    yield key, run_fn(cfg)
+                except Exception as exc:
+                    yield key, exc
+
+        yield inline()
+        return
+    pool = cf.ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+    futures = {pool.submit(run_fn, cfg): key for key, cfg in todo}
+
+    def gather() -> Iterator[tuple[str, SimResult | BaseException]]:
+        for fut in cf.as_completed(futures):
+            exc = fut.exception()
+            yield futures[fut], fut.result() if exc is None else exc
+
+    try:
+        yield gather()
+    except BaseException:
+        # Interrupted: stop our own worker processes (they ignore SIGINT), drop the rest.
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            with contextlib.suppress(Exception):
+                proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def _dask_results(
+    todo: Sequence[tuple[str, RunConfig]],
+    run_fn: RunFn,
+    *,
+    client: Any = None,
+    scheduler: str | None = None,
+    dask_local: int | None = None,
+) -> Iterator[Iterator[tuple[str, SimResult | BaseException]]]:
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError as exc:  # pragma: no cover - dask is a dependency
+        raise ConfigError(f"executor='dask' needs the 'distributed' package: {exc}") from None
+    with contextlib.ExitStack() as stack:
+        if client is None:
+            if scheduler is not None:
+                try:
+                    client = stack.enter_context(Client(scheduler, timeout="20s"))
+                except OSError as exc:
+                    raise ConfigError(
+                        f"--scheduler {scheduler}: cannot reach the Dask scheduler: {exc}"
+                    ) from None
+            else:
+                cluster = stack.enter_context(
+                    LocalCluster(
+                        n_workers=dask_local or 1,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=None,
+                        silence_logs=logging.ERROR,
+                    )
+                )
+                client = stack.enter_context(Client(cluster))
+        futures = {
+            client.submit(run_fn, cfg, key=f"lumos-run-{key}", pure=False): key for key, cfg in todo
+        }
+
+        def gather() -> Iterator[tuple[str, SimResult | BaseException]]:
+            for fut in as_completed(futures):
+                key = futures[fut]
+                if fut.status == "error":
+                    yield key, fut.exception()
+                else:
+                    yield key, fut.result()
+
+        try:
+            yield gather()
+        except BaseException:
+            client.cancel(list(futures))
+            raise
+
+
+def run_sweep(
+    runs: Sequence[RunConfig],
+    store: ResultStore,
+    *,
+    executor: Literal["local", "dask"] = "local",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    dask_local: int | None = None,
+    client: Any = None,
+    progress: bool = True,
+    run_fn: RunFn = run_one,
+    console: Console | None = None,
+) -> pd.DataFrame:
+    """Run every run not yet in ``store``; return the index rows of ``runs``.
+
+    Parameters
+    ----------
+    runs : sequence of RunConfig
+        The runs (for example :func:`~lumoscore.experiments.config.expand` of an experiment);
+        duplicates run once.
+    store : ResultStore
+        Where results go; runs whose key it has are skipped.
+    executor : {"local", "dask"}
+        ``local``: a process pool of ``workers`` processes (default: one per CPU core, at
+        most one per run; ``workers=1`` runs in this process). ``dask``: a Dask distributed
+        cluster — ``client`` (an existing ``distributed.Client``), else ``scheduler``
+        (address ``tcp://host:port``), else a ``LocalCluster`` of ``dask_local`` worker
+        processes of one thread each.
+    progress : bool
+        Show a progress bar on stderr (only on a terminal).
+    run_fn : callable
+        The function that runs one config (default :func:`run_one`; must be picklable for
+        process pools and Dask).
+    console : rich Console, optional
+        Console of the progress bar (default: stderr).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The store's index rows (:meth:`ResultStore.index`) of the completed ``runs``, in the
+        order of ``runs``.
+
+    Raises
+    ------
+    SweepError
+        Some runs failed (the message lists them with the first error); every other result is
+        in the store.
+    """
+    if executor not in ("local", "dask"):
+        raise ConfigError(f"executor={executor!r} unknown; allowed: local, dask")
+    if workers is not None and workers < 1:
+        raise ConfigError(f"workers={workers} must be >= 1")
+    if dask_local is not None and dask_local < 1:
+        raise ConfigError(f"dask_local={dask_local} must be >= 1")
+    keyed = {store.key(cfg): cfg for cfg in runs}
+    todo = [(key, cfg) for key, cfg in keyed.items() if not store.has(key)]
+    failed: list[tuple[str, BaseException]] = []
+    if todo:
+        if executor == "dask":
+            ctx = _dask_results(
+                todo, run_fn, client=client, scheduler=scheduler, dask_local=dask_local
+            )
+        else:
+            n = workers if workers is not None else min(len(todo), os.cpu_count() or 1)
+            ctx = _local_results(todo, run_fn, n)
+        console = console or Console(stderr=True)
+        bar = Progress(
+            TextColumn("[bold]runs[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+            console=console,
+            disable=not progress or not console.is_terminal,
+        )
+        with ctx as results, bar:
+            task = bar.add_task(f"{len(keyed) - len(todo)} already stored", total=len(todo))
+            for key, outcome in results:
+                if isinstance(outcome, BaseException):
+                    failed.append((key, outcome))
+                else:
+                    store.put(key, keyed[key], outcome)
+                bar.update(task, advance=1, description=keyed[key].label())
+    if failed:
+        key, exc = failed[0]
+        raise SweepError(
+            f"{len(failed)} of {len(keyed)} runs failed (the others are stored in "
+            f"{store.root}); first: {keyed[key].label()} [{key}]: {type(exc).__name__}: {exc}"
+        )
+    index = store.index()
+    order = {key: i for i, key in enumerate(keyed)}
+    index = index[index["key"].isin(order)]
+    index = index.iloc[index["key"].map(order).argsort(kind="stable")]
+    return index.reset_index(drop=True)

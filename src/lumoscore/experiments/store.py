@@ -1,0 +1,278 @@
+"""The result store: one folder per run, keyed by a hash of the resolved run config.
+
+Layout under the store's root::
+
+    runs/<key>/jobs.parquet   per-job table (SimResult.jobs)
+    runs/<key>/queue.parquet  queue length over time (SimResult.queue)
+    runs/<key>/run.json       config, summary, run statistics, fabric; written last
+    index.parquet, index.csv  one row per complete run (rewritten after every put)
+
+``key`` is the first 16 hex digits of the SHA-256 of the canonical JSON of the run config
+together with the store schema and the LumosCore version (and, for a trace file, the SHA-256
+of its bytes), so the same run always lands in the same folder and an interrupted sweep
+resumes where it stopped. Every file is written atomically
+(:func:`lumoscore.fileio.atomic_write`) and ``run.json`` is written last: a run is complete
+exactly when its ``run.json`` exists. The Parquet files hold no timestamps or wall times
+(those live in ``run.json`` and the index), so the same run config gives byte-identical
+Parquet files. The index files are a convenience copy: :meth:`ResultStore.index` rebuilds the
+table from the ``run.json`` files.
+
+Examples
+--------
+>>> import tempfile
+>>> from lumoscore.experiments.config import RunConfig
+>>> cfg = RunConfig(arch="best", gpus=256, trace={"jobs": 5})
+>>> with tempfile.TemporaryDirectory() as d:
+...     store = ResultStore(d)
+...     key = store.key(cfg)
+...     len(key), store.has(key), len(store.index())
+(16, False, 0)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import lumoscore
+from lumoscore.errors import LumosError
+from lumoscore.experiments.config import RunConfig
+from lumoscore.fileio import atomic_write, atomic_write_text
+from lumoscore.sim.results import SimResult
+
+__all__ = ["STORE_SCHEMA", "ResultStore", "StoreError", "flatten", "run_key"]
+
+#: Version of the store layout; part of every key.
+STORE_SCHEMA = 1
+#: Summary columns of the index, in order (present when the summary has them).
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "jobs",
+    "rejected",
+    "mean_jrt_s",
+    "p50_jrt_s",
+    "p99_jrt_s",
+    "mean_jwt_s",
+    "p50_jwt_s",
+    "p99_jwt_s",
+    "mean_jct_s",
+    "p50_jct_s",
+    "p99_jct_s",
+    "mean_jrt_slowdown",
+    "mean_contention_level",
+    "makespan_s",
+    "wall_s",
+)
+
+
+class StoreError(LumosError):
+    """A store folder or run is missing or damaged."""
+
+
+def flatten(doc: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as one level of dotted keys.
+
+    Examples
+    --------
+    >>> flatten({"arch": "best", "trace": {"jobs": 5, "load": None}})
+    {'arch': 'best', 'trace.jobs': 5, 'trace.load': None}
+    """
+    out: dict[str, Any] = {}
+    for k, v in doc.items():
+        if isinstance(v, Mapping):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+def run_key(run_config: RunConfig) -> str:
+    """The store key of a run: 16 hex digits of a SHA-256 over its canonical JSON.
+
+    The hash covers the resolved config, :data:`STORE_SCHEMA`, ``lumoscore.__version__`` and,
+    when the trace is a file, the SHA-256 of the file's bytes (an edited trace is a new run).
+
+    Examples
+    --------
+    >>> a = RunConfig(arch="best", gpus=256, seed=1)
+    >>> run_key(a) == run_key(RunConfig(arch="BEST", gpus=256, seed=1)), run_key(a) == run_key(
+    ...     RunConfig(arch="best", gpus=256, seed=2))
+    (True, False)
+    """
+    doc: dict[str, Any] = {
+        "schema": STORE_SCHEMA,
+        "lumoscore": lumoscore.__version__,
+        "config": run_config.model_dump(mode="python"),
+    }
+    if run_config.trace.file is not None:
+        try:
+            data = Path(run_config.trace.file).read_bytes()
+        except OSError as exc:
+            raise StoreError(f"trace.file: cannot read {run_config.trace.file}: {exc}") from None
+        doc["trace_sha256"] = hashlib.sha256(data).hexdigest()
+    return hashlib.sha256(_canonical_json(doc).encode()).hexdigest()[:16]
+
+
+def _parquet_bytes(frame: pd.DataFrame) -> bytes:
+    buf = io.BytesIO()
+    frame.to_parquet(buf, index=False, engine="pyarrow", compression="zstd")
+    return buf.getvalue()
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "item"):
+        return obj.item()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    return str(obj)
+
+
+class ResultStore:
+    """Results of many runs under one folder (see the module docstring for the layout).
+
+    Parameters
+    ----------
+    root : str or Path
+        The store's folder (created on the first :meth:`put`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from lumoscore.experiments.runner import run_one
+    >>> cfg = RunConfig(arch="best", gpus=256, trace={"jobs": 5})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     store = ResultStore(d)
+    ...     key = store.put(store.key(cfg), cfg, run_one(cfg))
+    ...     idx = store.index()
+    ...     idx.loc[0, "arch"], int(idx.loc[0, "trace.jobs"]), len(store.jobs(key))
+    ('best', 5, 5)
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self._rows: dict[str, dict[str, Any]] | None = None
+
+    # -- keys and presence ------------------------------------------------------------------
+    def key(self, run_config: RunConfig) -> str:
+        """The key of ``run_config`` (:func:`run_key`)."""
+        return run_key(run_config)
+
+    def run_dir(self, key: str) -> Path:
+        """The folder of run ``key``."""
+        return self.root / "runs" / key
+
+    def has(self, key: str) -> bool:
+        """Whether run ``key`` is complete (its ``run.json`` exists)."""
+        return (self.run_dir(key) / "run.json").is_file()
+
+    def keys(self) -> list[str]:
+        """Keys of every complete run, sorted."""
+        runs = self.root / "runs"
+        if not runs.is_dir():
+            return []
+        return sorted(p.parent.name for p in runs.glob("*/run.json"))
+
+    # -- writing ----------------------------------------------------------------------------
+    def put(self, key: str, run_config: RunConfig, result: SimResult) -> str:
+        """Store ``result`` of ``run_config`` under ``key`` and rewrite the index.
+
+        Writes ``jobs.parquet``, ``queue.parquet`` and, last, ``run.json``, each atomically;
+        a crash before ``run.json`` leaves the run incomplete (it is run again on resume).
+        Returns ``key``.
+        """
+        d = self.run_dir(key)
+        d.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(d / "jobs.parquet", _parquet_bytes(result.jobs))
+        atomic_write_text(d / "queue.parquet", _parquet_bytes(result.queue))
+        doc = {
+            "key": key,
+            "schema": STORE_SCHEMA,
+            "lumoscore_version": lumoscore.__version__,
+            "config": run_config.model_dump(mode="json"),
+            "summary": result.summary,
+            "stats": result.stats,
+            "fabric": result.fabric,
+        }
+        text = json.dumps(doc, indent=2, default=_json_default, allow_nan=True) + "\n"
+        atomic_write_text(d / "run.json", text)
+        rows = self._load_rows()
+        rows[key] = self._row(doc)
+        self._write_index()
+        return key
+
+    # -- reading ----------------------------------------------------------------------------
+    def info(self, key: str) -> dict[str, Any]:
+        """The ``run.json`` document of run ``key``: ``config``, ``summary``, ``stats``,
+        ``fabric``, ``key``, ``schema``, ``lumoscore_version``."""
+        path = self.run_dir(key) / "run.json"
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise StoreError(f"run {key!r}: no complete run in {self.root}") from None
+        except json.JSONDecodeError as exc:
+            raise StoreError(f"run {key!r}: damaged run.json: {exc}") from None
+
+    def jobs(self, key: str) -> pd.DataFrame:
+        """The per-job table of run ``key``."""
+        return self._read_parquet(key, "jobs.parquet")
+
+    def queue(self, key: str) -> pd.DataFrame:
+        """The queue-length table (``time_s``, ``waiting``) of run ``key``."""
+        return self._read_parquet(key, "queue.parquet")
+
+    def index(self) -> pd.DataFrame:
+        """One row per complete run: ``key``, the flattened config (``arch``, ``gpus``,
+        ``trace.load``, ``failures.rate_per_gpu_day``, ..., ``seed``), ``fabric.port_gbps``
+        and the summary columns (``mean_jct_s``, ..., ``wall_s``); sorted by architecture,
+        cluster size, seed and key. Rebuilt from the ``run.json`` files."""
+        self._rows = None
+        return self._frame()
+
+    # -- internals --------------------------------------------------------------------------
+    def _read_parquet(self, key: str, name: str) -> pd.DataFrame:
+        if not self.has(key):
+            raise StoreError(f"run {key!r}: no complete run in {self.root}")
+        return pd.read_parquet(self.run_dir(key) / name)
+
+    @staticmethod
+    def _row(doc: Mapping[str, Any]) -> dict[str, Any]:
+        row: dict[str, Any] = {"key": doc["key"], **flatten(doc["config"])}
+        port = doc.get("fabric", {}).get("port_gbps")
+        row["fabric.port_gbps"] = math.nan if port is None else float(port)
+        summary = doc.get("summary", {})
+        for col in SUMMARY_COLUMNS:
+            row[col] = summary.get(col, math.nan)
+        return row
+
+    def _load_rows(self) -> dict[str, dict[str, Any]]:
+        if self._rows is None:
+            self._rows = {key: self._row(self.info(key)) for key in self.keys()}
+        return self._rows
+
+    def _frame(self) -> pd.DataFrame:
+        rows = list(self._load_rows().values())
+        if not rows:
+            cols = ["key", *flatten(RunConfig().model_dump()), "fabric.port_gbps", *SUMMARY_COLUMNS]
+            return pd.DataFrame(columns=cols)
+        frame = pd.DataFrame(rows)
+        frame = frame.sort_values(["arch", "gpus", "seed", "key"], kind="stable")
+        return frame.reset_index(drop=True)
+
+    def _write_index(self) -> None:
+        frame = self._frame()
+        atomic_write(
+            self.root / "index.parquet",
+            lambda tmp: frame.to_parquet(tmp, index=False, engine="pyarrow"),
+            error=StoreError,
+        )
+        atomic_write_text(self.root / "index.csv", frame.to_csv(index=False))
