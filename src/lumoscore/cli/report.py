@@ -1,0 +1,72 @@
+"""``lumos report DIR``: tables, figures and an HTML page of an experiment's result directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from lumoscore.cli._common import JsonOption, emit_json
+
+__all__ = ["register", "report"]
+
+#: Summary columns printed on the terminal (the files hold them all).
+_TERMINAL = (
+    "seeds",
+    "mean JRT (s)",
+    "mean JWT (s)",
+    "mean JCT (s)",
+    "p99 JCT (s)",
+    "JRT slow-down vs Best",
+    "contention level",
+)
+
+
+def report(
+    directory: Annotated[
+        Path, typer.Argument(help="Result directory written by `lumos run` (index.parquet, runs/).")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Directory for the report files (default: DIR/report)."),
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Write summary tables (Markdown, CSV), figures (PNG, SVG) and report.html for DIR."""
+    from lumoscore.report import build_report, load_runs, save_report
+
+    runs = load_runs(directory)
+    rep = build_report(runs)
+    out_dir = out if out is not None else directory / "report"
+    paths = save_report(rep, out_dir)
+    if json_out:
+        emit_json(
+            {
+                "experiment": rep.name,
+                "header": rep.header,
+                "rows": rep.aggregate.astype(object)
+                .where(rep.aggregate.notna(), None)
+                .to_dict(orient="records"),
+                "paths": {name: str(p) for name, p in paths.items()},
+                "html": str(paths["report.html"]),
+            }
+        )
+        return
+    table = Table(title=f"{rep.name}: mean over seeds ± 95% CI")
+    shown = [c for c in rep.summary.columns if c in ("arch", *rep.varying) or c in _TERMINAL]
+    for col in shown:
+        table.add_column(str(col), justify="left" if col == "arch" else "right")
+    for row in rep.summary[shown].itertuples(index=False, name=None):
+        table.add_row(*[str(v) for v in row])
+    console = Console()
+    console.print(table)
+    console.print(f"wrote {len(paths)} files to {out_dir}: {', '.join(sorted(paths))}")
+    console.print(f"report: {paths['report.html']}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``lumos report`` to the app."""
+    app.command("report")(report)

@@ -1,0 +1,600 @@
+"""Report figures (matplotlib): CDFs, bars with confidence intervals, sweeps, queue depth.
+
+The figures reproduce the LumosCore paper's §6 plots from a set of runs:
+
+- Fig. 8(a): CDF of the per-job JRT slow-down ratio against Best, per architecture;
+- Fig. 8(b): CDF of the per-job JWT slow-down against Best (seconds), per architecture;
+- Fig. 8(c): mean JCT against cluster size, one line per architecture;
+- Fig. 8(d) / Fig. 23: mean JCT against the GPU-failure rate / the workload level (any numeric
+  parameter that varies is detected and gets its own sweep plot);
+- Fig. 8(e): distribution (CDF) of the per-job contention level (Eq. 10), per architecture;
+- Fig. 24 / Fig. 25: mean JCT per architecture for each value of a categorical parameter that
+  varies (routing algorithm, rail-optimized wiring, queue policy, ...).
+
+Figures are built on :class:`matplotlib.figure.Figure` objects (no pyplot state) and saved by
+:func:`save_figure` as PNG and SVG, atomically and byte-for-byte reproducibly.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from numpy.typing import NDArray
+
+from lumoscore.fileio import atomic_write_text
+from lumoscore.report.metrics import (
+    BASELINE_ARCH,
+    finished_jobs,
+    reference_values,
+    run_signature,
+)
+
+__all__ = [
+    "ReportFigure",
+    "arch_order",
+    "bar_figure",
+    "build_figures",
+    "category_figure",
+    "cdf_figure",
+    "figure_bytes",
+    "queue_figure",
+    "save_figure",
+    "sweep_figure",
+]
+
+#: Parameters never swept on an axis: the architecture is the hue, seeds are aggregated.
+_NOT_AXES = ("arch", "seed", "key")
+
+#: Friendly axis labels of well-known parameters.
+_LABELS = {
+    "gpus": "cluster size (GPUs)",
+    "failures.rate_per_gpu_day": "GPU failure rate (per GPU-day)",
+    "trace.load": "workload level (Eq. 9)",
+    "trace.beta_s": "mean inter-arrival time (s)",
+    "trace.jobs": "jobs in the trace",
+    "routing": "routing algorithm",
+    "queue": "queue policy",
+    "eps": "max-min approximation eps",
+}
+
+#: Paper figure each swept parameter reproduces.
+_PAPER = {
+    "gpus": "Fig. 8(c)",
+    "failures.rate_per_gpu_day": "Fig. 8(d)",
+    "trace.load": "Fig. 23",
+    "trace.beta_s": "Fig. 23",
+    "routing": "Fig. 25",
+}
+
+#: Deterministic output: fixed SVG ids, no dates, no software/version stamps.
+_RC = {"svg.hashsalt": "lumoscore-report", "svg.fonttype": "path", "path.simplify": True}
+_META = {
+    "png": {"Software": None},
+    "svg": {"Date": None, "Creator": None},
+}
+
+
+@dataclass(frozen=True)
+class ReportFigure:
+    """One report figure: file stem, title, caption (with the paper figure) and the figure."""
+
+    stem: str
+    title: str
+    caption: str
+    figure: Figure
+
+
+def arch_order(archs: Sequence[str]) -> list[str]:
+    """Architectures in report order: Best first, then alphabetical.
+
+    Examples
+    --------
+    >>> arch_order(["clos-51.2T-3tier", "best", "lumoscore-51.2T-tau2"])
+    ['best', 'clos-51.2T-3tier', 'lumoscore-51.2T-tau2']
+    """
+    uniq = sorted({str(a) for a in archs})
+    return sorted(uniq, key=lambda a: (a != BASELINE_ARCH, a))
+
+
+def _colors(archs: Sequence[str]) -> dict[str, Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10"]
+    return {a: cmap(i % 10) for i, a in enumerate(archs)}
+
+
+def _new_figure(width_in: float = 6.0, height_in: float = 3.8) -> Figure:
+    fig = Figure(figsize=(width_in, height_in), dpi=100, layout="constrained")
+    return fig
+
+
+def cdf_figure(
+    samples: Mapping[str, NDArray[np.float64]],
+    *,
+    xlabel: str,
+    title: str,
+    log_x: bool = False,
+) -> Figure:
+    """Empirical CDFs, one step line per key of ``samples`` (non-finite values dropped).
+
+    Examples
+    --------
+    >>> fig = cdf_figure({"a": np.array([1.0, 2.0]), "b": np.array([3.0])}, xlabel="x", title="t")
+    >>> len(fig.axes[0].lines)
+    2
+    """
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    names = list(samples)
+    colors = _colors(names)
+    for name in names:
+        x = np.asarray(samples[name], dtype=float)
+        x = np.sort(x[np.isfinite(x)])
+        if not x.size:
+            continue
+        y = np.arange(1, x.size + 1) / x.size
+        ax.step(np.r_[x[0], x], np.r_[0.0, y], where="post", label=name, color=colors[name])
+    if log_x:
+        ax.set_xscale("symlog", linthresh=1e-3)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("fraction of jobs (CDF)")
+    ax.set_ylim(0.0, 1.02)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    if names:
+        ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def _ci(agg: pd.DataFrame, metric: str) -> NDArray[np.float64]:
+    col = next((c for c in agg.columns if c.startswith(f"{metric}_ci")), None)
+    if col is None:
+        return np.full(len(agg), np.nan)
+    return agg[col].to_numpy(dtype=float)
+
+
+def bar_figure(
+    agg: pd.DataFrame,
+    metrics: Sequence[str] = ("mean_jrt_s", "mean_jwt_s", "mean_jct_s"),
+    *,
+    title: str,
+    by: str = "arch",
+) -> Figure:
+    """Grouped bars: one group per metric, one bar per ``by`` value, CI error bars across seeds.
+
+    ``agg`` is an :func:`~lumoscore.report.metrics.aggregate` table with one row per ``by``
+    value; a ``<metric>_ci..`` column gives the error bar half-width (none drawn when NaN).
+
+    Examples
+    --------
+    >>> agg = pd.DataFrame({"arch": ["a", "b"], "mean_jct_s": [1.0, 2.0],
+    ...                     "mean_jct_s_ci95": [0.1, float("nan")]})
+    >>> fig = bar_figure(agg, ["mean_jct_s"], title="t")
+    >>> len(fig.axes[0].patches)
+    2
+    """
+    fig = _new_figure(max(6.0, 1.2 + 0.5 * len(agg) * len(metrics)), 3.8)
+    ax = fig.add_subplot()
+    names = arch_order(agg[by]) if by == "arch" else [str(v) for v in agg[by]]
+    colors = _colors(names)
+    rows = {str(v): i for i, v in enumerate(agg[by])}
+    width = 0.8 / max(len(names), 1)
+    x0 = np.arange(len(metrics), dtype=float)
+    for j, name in enumerate(names):
+        i = rows[name]
+        vals = np.array([float(agg[m].iloc[i]) for m in metrics])
+        err = np.array([_ci(agg, m)[i] for m in metrics])
+        err = np.where(np.isfinite(err), err, 0.0)
+        pos = x0 - 0.4 + width * (j + 0.5)
+        ax.bar(pos, vals, width, label=name, color=colors[name])
+        ax.errorbar(pos, vals, yerr=err, fmt="none", ecolor="black", capsize=3, linewidth=1)
+    ax.set_xticks(x0)
+    ax.set_xticklabels([_metric_label(m) for m in metrics], fontsize=8)
+    ax.set_ylabel("seconds" if all(m.endswith("_s") for m in metrics) else "value")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def sweep_figure(
+    agg: pd.DataFrame,
+    x: str,
+    metric: str = "mean_jct_s",
+    *,
+    title: str,
+    by: str = "arch",
+) -> Figure:
+    """One line per ``by`` value of ``metric`` against the numeric parameter ``x``, CI bars.
+
+    Examples
+    --------
+    >>> agg = pd.DataFrame({"arch": ["a", "a"], "gpus": [8, 16], "mean_jct_s": [1.0, 2.0]})
+    >>> fig = sweep_figure(agg, "gpus", title="t")
+    >>> fig.axes[0].get_xlabel()
+    'cluster size (GPUs)'
+    """
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    names = arch_order(agg[by]) if by == "arch" else sorted({str(v) for v in agg[by]})
+    colors = _colors(names)
+    for name in names:
+        part = agg[agg[by].astype(str) == name].sort_values(x)
+        xs = part[x].to_numpy(dtype=float)
+        ys = part[metric].to_numpy(dtype=float)
+        err = _ci(part, metric)
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=np.where(np.isfinite(err), err, 0.0),
+            marker="o",
+            markersize=4,
+            capsize=3,
+            label=name,
+            color=colors[name],
+        )
+    values = np.unique(agg[x].to_numpy(dtype=float))
+    values = values[np.isfinite(values)]
+    if x == "gpus" and values.size and values.min() > 0:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(values)
+        ax.set_xticklabels([f"{v:g}" for v in values])
+        ax.minorticks_off()
+    ax.set_xlabel(_LABELS.get(x, x))
+    ax.set_ylabel(_metric_label(metric))
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def category_figure(
+    agg: pd.DataFrame,
+    category: str,
+    metric: str = "mean_jct_s",
+    *,
+    title: str,
+    by: str = "arch",
+) -> Figure:
+    """Grouped bars of ``metric``: one group per value of ``category``, one bar per ``by``.
+
+    Examples
+    --------
+    >>> agg = pd.DataFrame({"arch": ["a", "a", "b"], "routing": ["ecmp", "planned", "ecmp"],
+    ...                     "mean_jct_s": [1.0, 2.0, 3.0]})
+    >>> len(category_figure(agg, "routing", title="t").axes[0].patches)
+    3
+    """
+    cats = sorted({_label_value(v) for v in agg[category]})
+    fig = _new_figure(max(6.0, 1.2 + 0.5 * len(cats) * agg[by].nunique()), 3.8)
+    ax = fig.add_subplot()
+    names = arch_order(agg[by]) if by == "arch" else sorted({str(v) for v in agg[by]})
+    colors = _colors(names)
+    width = 0.8 / max(len(names), 1)
+    x0 = np.arange(len(cats), dtype=float)
+    cat_of = agg[category].map(_label_value)
+    for j, name in enumerate(names):
+        part = agg[agg[by].astype(str) == name]
+        vals = np.full(len(cats), np.nan)
+        err = np.zeros(len(cats))
+        ci = _ci(part, metric)
+        for i, c in enumerate(cats):
+            hit = np.flatnonzero((cat_of[part.index] == c).to_numpy())
+            if hit.size:
+                vals[i] = float(part[metric].iloc[hit[0]])
+                err[i] = ci[hit[0]] if math.isfinite(ci[hit[0]]) else 0.0
+        ok = np.isfinite(vals)
+        pos = x0 - 0.4 + width * (j + 0.5)
+        ax.bar(pos[ok], vals[ok], width, label=name, color=colors[name])
+        ax.errorbar(
+            pos[ok], vals[ok], yerr=err[ok], fmt="none", ecolor="black", capsize=3, linewidth=1
+        )
+    ax.set_xticks(x0)
+    ax.set_xticklabels(cats, fontsize=8)
+    ax.set_xlabel(_LABELS.get(category, category))
+    ax.set_ylabel(_metric_label(metric))
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def queue_figure(queues: Mapping[str, pd.DataFrame], *, title: str) -> Figure:
+    """Queue depth (waiting jobs) over time, one step line per key of ``queues``.
+
+    Examples
+    --------
+    >>> q = pd.DataFrame({"time_s": [0.0, 5.0], "waiting": [1, 0]})
+    >>> len(queue_figure({"a": q}, title="t").axes[0].lines)
+    1
+    """
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    names = list(queues)
+    colors = _colors(names)
+    for name in names:
+        q = queues[name].sort_values("time_s", kind="stable")
+        if q.empty:
+            continue
+        ax.step(
+            q["time_s"].to_numpy(dtype=float) / 3600.0,
+            q["waiting"].to_numpy(dtype=float),
+            where="post",
+            label=name,
+            color=colors[name],
+            linewidth=1,
+        )
+    ax.set_xlabel("time (h)")
+    ax.set_ylabel("jobs waiting")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    if names:
+        ax.legend(fontsize=7)
+    return fig
+
+
+def _metric_label(metric: str) -> str:
+    m = re.match(r"^(mean|p\d+)_(jrt|jwt|jct)_s$", metric)
+    if m:
+        stat = "mean" if m.group(1) == "mean" else m.group(1)
+        return f"{stat} {m.group(2).upper()} (s)"
+    return metric.replace("_", " ")
+
+
+def _label_value(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "default"
+    if isinstance(value, float | np.floating):
+        return f"{float(value):g}"
+    return str(value)
+
+
+def figure_bytes(fig: Figure, fmt: str) -> bytes:
+    """The figure rendered as ``png`` or ``svg`` bytes, reproducibly (no dates, fixed ids).
+
+    Examples
+    --------
+    >>> fig = cdf_figure({"a": np.array([1.0])}, xlabel="x", title="t")
+    >>> figure_bytes(fig, "svg") == figure_bytes(fig, "svg")
+    True
+    """
+    import matplotlib
+
+    if fmt not in _META:
+        raise ValueError(f"figure format must be one of {sorted(_META)}, got {fmt!r}")
+    buf = io.BytesIO()
+    with matplotlib.rc_context(_RC):
+        if fig.get_layout_engine() is not None:
+            # Constrained layout moves the axes by rounding noise on every draw, and SVG clip
+            # ids hash the exact positions: lay out once, then freeze the positions.
+            fig.draw_without_rendering()
+            fig.set_layout_engine("none")
+        fig.savefig(buf, format=fmt, dpi=110, metadata=_META[fmt])
+    return buf.getvalue()
+
+
+def save_figure(fig: Figure, out_dir: Path, stem: str) -> tuple[Path, Path]:
+    """Write ``<stem>.png`` and ``<stem>.svg`` into ``out_dir`` atomically; return both paths."""
+    png = atomic_write_text(out_dir / f"{stem}.png", figure_bytes(fig, "png"))
+    svg = atomic_write_text(out_dir / f"{stem}.svg", figure_bytes(fig, "svg"))
+    return png, svg
+
+
+def _slice(table: pd.DataFrame, ref: Mapping[str, Any], free: Sequence[str] = ()) -> pd.DataFrame:
+    """Rows of ``table`` at the reference value of every parameter in ``ref`` but ``free``."""
+    fixed = [p for p in ref if p not in free and p in table.columns]
+    if not fixed:
+        return table
+    want = run_signature(pd.DataFrame([{p: ref[p] for p in fixed}]), fixed).iloc[0]
+    return table[run_signature(table, fixed) == want]
+
+
+def _slice_text(ref: Mapping[str, Any], free: Sequence[str] = ()) -> str:
+    parts = [f"{_LABELS.get(p, p)} = {_label_value(v)}" for p, v in ref.items() if p not in free]
+    return ("; ".join(parts) + ".") if parts else ""
+
+
+def _samples(
+    table: pd.DataFrame, column: str, archs: Sequence[str]
+) -> dict[str, NDArray[np.float64]]:
+    out = {}
+    for a in archs:
+        x = table.loc[table["arch"].astype(str) == a, column].to_numpy(dtype=float)
+        if x.size:
+            out[a] = x
+    return out
+
+
+def build_figures(
+    runs: pd.DataFrame,
+    agg: pd.DataFrame,
+    jobs: Mapping[str, pd.DataFrame],
+    vs_best: pd.DataFrame,
+    queues: Mapping[str, pd.DataFrame] | None = None,
+    *,
+    params: Sequence[str],
+    reference: Mapping[str, Any] | None = None,
+) -> list[ReportFigure]:
+    """Every figure the runs support, in report order.
+
+    ``runs`` is the per-run table (:func:`~lumoscore.report.metrics.run_table`), ``agg`` its
+    seed aggregate, ``vs_best`` the :func:`~lumoscore.report.metrics.compare_to_baseline`
+    table, ``params`` the varying parameters other than ``arch`` and ``seed``. Plots that do not
+    sweep a parameter use the runs at the reference value of every varying parameter
+    (:func:`~lumoscore.report.metrics.reference_values`, or ``reference``); a sweep plot fixes
+    all parameters but its own.
+    """
+    queues = queues or {}
+    axes = [p for p in params if p not in _NOT_AXES]
+    ref = dict(reference_values(runs, axes))
+    ref.update({k: v for k, v in (reference or {}).items() if k in axes})
+    where = _slice_text(ref)
+    archs = arch_order(runs["arch"]) if "arch" in runs.columns else []
+    figs: list[ReportFigure] = []
+    ref_runs = _slice(runs, ref)
+    ref_keys = set(ref_runs["key"].astype(str))
+    seeds = sorted(runs["seed"].unique().tolist()) if "seed" in runs.columns else []
+    seed_text = f" Jobs of {len(seeds)} seed(s) pooled." if seeds else ""
+
+    # Fig. 8(a)(b): per-job slow-down against Best (or against the ideal run time).
+    vb = vs_best[vs_best["key"].astype(str).isin(ref_keys)] if not vs_best.empty else vs_best
+    others = [a for a in archs if a != BASELINE_ARCH]
+    if not vb.empty:
+        figs.append(
+            ReportFigure(
+                "jrt_slowdown_cdf",
+                "JRT slow-down ratio against Best",
+                "Fig. 8(a): CDF over jobs of (JRT - JRT_best) / JRT_best, the same job of the "
+                f"same trace on Best. {where}{seed_text}",
+                cdf_figure(
+                    _samples(vb, "jrt_slowdown_vs_best", others),
+                    xlabel="(JRT - JRT_best) / JRT_best",
+                    title="JRT slow-down ratio against Best",
+                ),
+            )
+        )
+        figs.append(
+            ReportFigure(
+                "jwt_slowdown_cdf",
+                "JWT slow-down against Best",
+                "Fig. 8(b): CDF over jobs of JWT - JWT_best (s), the same job of the same "
+                f"trace on Best. {where}{seed_text}",
+                cdf_figure(
+                    _samples(vb, "jwt_delta_vs_best_s", others),
+                    xlabel="JWT - JWT_best (s)",
+                    title="JWT slow-down against Best",
+                ),
+            )
+        )
+    per_job = _pooled_jobs(jobs, ref_runs)
+    if not per_job.empty:
+        if vb.empty:
+            figs.append(
+                ReportFigure(
+                    "jrt_slowdown_cdf",
+                    "JRT slow-down against the ideal run time",
+                    "Like Fig. 8(a), without Best runs: CDF over jobs of JRT / ideal JRT - 1 "
+                    f"(ideal = the trace's contention-free run time). {where}{seed_text}",
+                    cdf_figure(
+                        _samples(per_job, "jrt_slowdown", archs),
+                        xlabel="JRT / ideal JRT - 1",
+                        title="JRT slow-down against the ideal run time",
+                    ),
+                )
+            )
+            figs.append(
+                ReportFigure(
+                    "jwt_cdf",
+                    "Job waiting time",
+                    f"Like Fig. 8(b), without Best runs: CDF over jobs of JWT (s). {where}"
+                    f"{seed_text}",
+                    cdf_figure(
+                        _samples(per_job, "jwt_s", archs),
+                        xlabel="JWT (s)",
+                        title="Job waiting time",
+                    ),
+                )
+            )
+        if "contention_level" in per_job.columns:
+            figs.append(
+                ReportFigure(
+                    "contention_cdf",
+                    "Contention level",
+                    "Fig. 8(e): CDF over jobs of the contention level (Eq. 10: actual over "
+                    f"contention-free communication time; 1 = no contention). {where}{seed_text}",
+                    cdf_figure(
+                        _samples(per_job, "contention_level", archs),
+                        xlabel="contention level (Eq. 10)",
+                        title="Contention level",
+                    ),
+                )
+            )
+    ref_agg = _slice(agg, ref)
+    if not ref_agg.empty and "arch" in ref_agg.columns:
+        figs.append(
+            ReportFigure(
+                "jct_bars",
+                "Mean JRT, JWT and JCT per architecture",
+                "Mean over jobs, averaged over seeds; error bars: 95% confidence interval "
+                f"across seeds (Student t). {where}",
+                bar_figure(ref_agg, title="Mean JRT / JWT / JCT per architecture"),
+            )
+        )
+    for p in axes:
+        part = _slice(agg, ref, free=[p])
+        if part.empty or part[p].nunique(dropna=True) < 2:
+            continue
+        paper = _PAPER.get(p)
+        lead = f"{paper}: " if paper else ""
+        others_text = _slice_text(ref, free=[p])
+        stem = "jct_vs_" + re.sub(r"[^0-9A-Za-z]+", "_", p).strip("_")
+        if _is_numeric_param(agg[p]):
+            fig = sweep_figure(part, p, title=f"Mean JCT against {_LABELS.get(p, p)}")
+            kind = "line"
+        else:
+            fig = category_figure(part, p, title=f"Mean JCT per {_LABELS.get(p, p)}")
+            kind = "bars"
+        figs.append(
+            ReportFigure(
+                stem,
+                f"Mean JCT against {_LABELS.get(p, p)}",
+                f"{lead}mean JCT ({kind} per architecture) against {_LABELS.get(p, p)}, "
+                f"averaged over seeds with 95% confidence intervals. {others_text}",
+                fig,
+            )
+        )
+    qs = _reference_queues(queues, ref_runs, archs)
+    if qs:
+        figs.append(
+            ReportFigure(
+                "queue_depth",
+                "Queue depth over time",
+                f"Jobs waiting over time, first seed of each architecture. {where}",
+                queue_figure(qs, title="Queue depth over time"),
+            )
+        )
+    return figs
+
+
+def _is_numeric_param(col: pd.Series) -> bool:
+    if pd.api.types.is_bool_dtype(col):
+        return False
+    if pd.api.types.is_numeric_dtype(col):
+        return True
+    vals = [v for v in col if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return bool(vals) and all(
+        isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
+        for v in vals
+    )
+
+
+def _pooled_jobs(jobs: Mapping[str, pd.DataFrame], runs: pd.DataFrame) -> pd.DataFrame:
+    frames = []
+    for key, arch in zip(runs["key"].astype(str), runs["arch"].astype(str), strict=True):
+        if key in jobs:
+            frames.append(finished_jobs(jobs[key]).assign(arch=arch, key=key))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _reference_queues(
+    queues: Mapping[str, pd.DataFrame], runs: pd.DataFrame, archs: Sequence[str]
+) -> dict[str, pd.DataFrame]:
+    out: dict[str, pd.DataFrame] = {}
+    if not queues or "arch" not in runs.columns:
+        return out
+    order = runs.sort_values(["seed", "key"] if "seed" in runs.columns else ["key"])
+    for a in archs:
+        for key in order.loc[order["arch"].astype(str) == a, "key"].astype(str):
+            if key in queues and not queues[key].empty:
+                out[a] = queues[key]
+                break
+    return out

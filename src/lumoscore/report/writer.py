@@ -1,0 +1,210 @@
+"""The report pipeline: runs -> tables and figures -> files.
+
+:func:`build_report` is pure (tables and matplotlib figures from a :class:`RunSet`);
+:func:`save_report` writes ``summary.md``, ``summary.csv``, ``runs.csv``, one ``<figure>.png``
+and ``<figure>.svg`` per figure and ``report.html``, each atomically; :func:`write_report`
+does both for a result directory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lumoscore.errors import ConfigError
+from lumoscore.fileio import atomic_write_text
+from lumoscore.report.data import RunSet, load_runs
+from lumoscore.report.html import HtmlFigure, render_html
+from lumoscore.report.metrics import (
+    aggregate,
+    compare_to_baseline,
+    parameter_columns,
+    run_table,
+    varying_parameters,
+)
+from lumoscore.report.plots import ReportFigure, arch_order, build_figures, figure_bytes
+from lumoscore.report.tables import markdown_table, summary_view, to_csv
+
+__all__ = ["Report", "build_report", "save_report", "write_report"]
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything a report shows, before it is written.
+
+    ``runs``: one row per run (index plus stability, queue, Best comparison and run
+    statistics); ``aggregate``: mean and 95% CI over seeds per parameter combination;
+    ``summary``: the readable table (strings); ``vs_best``: per-job comparison with Best;
+    ``header``: the facts at the top of the page; ``varying``: swept parameters (not seed).
+    """
+
+    name: str
+    header: dict[str, str]
+    runs: pd.DataFrame
+    aggregate: pd.DataFrame
+    summary: pd.DataFrame
+    vs_best: pd.DataFrame
+    figures: list[ReportFigure]
+    varying: list[str]
+
+
+def _values_text(values: Sequence[Any]) -> str:
+    out = []
+    for v in values:
+        if isinstance(v, float | np.floating):
+            out.append("-" if math.isnan(v) else f"{float(v):g}")
+        elif isinstance(v, np.integer):
+            out.append(str(int(v)))
+        else:
+            out.append("-" if v is None else str(v))
+    return ", ".join(out)
+
+
+def _unique(col: pd.Series) -> list[Any]:
+    vals = list(dict.fromkeys(v.item() if isinstance(v, np.generic) else v for v in col))
+    nums = [v for v in vals if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(nums) == len(vals):
+        return sorted(vals)
+    return sorted(vals, key=str)
+
+
+def build_report(runs: RunSet, *, reference: Mapping[str, Any] | None = None) -> Report:
+    """Tables and figures of a set of runs (pure: nothing is written).
+
+    ``reference`` overrides the value at which non-swept plots fix each swept parameter
+    (default: :func:`~lumoscore.report.metrics.reference_values`).
+    """
+    index = runs.index
+    if index.empty:
+        raise ConfigError("report: no runs to report")
+    if "arch" not in index.columns:
+        raise ConfigError(
+            f"report: the run index has no 'arch' column; columns: {sorted(index.columns)}"
+        )
+    params = parameter_columns(index)
+    vs_best = compare_to_baseline(index, runs.jobs, params=params)
+    table = run_table(index, runs.jobs, runs.queues, runs.infos, vs_best=vs_best)
+    group_cols = [c for c in params if c != "seed"]
+    agg = aggregate(table, by=group_cols)
+    varying = [p for p in varying_parameters(index, params) if p not in ("arch", "seed")]
+    shown = ["arch", *varying]
+    agg = _arch_first(agg, shown)
+    summary = summary_view(agg, shown)
+    figures = build_figures(
+        table, agg, runs.jobs, vs_best, runs.queues, params=varying, reference=reference
+    )
+    header = {
+        "experiment": runs.name,
+        "architectures": ", ".join(arch_order(index["arch"])),
+    }
+    if "gpus" in index.columns:
+        header["cluster sizes (GPUs)"] = _values_text(_unique(index["gpus"]))
+    if "seed" in index.columns:
+        header["seeds"] = _values_text(_unique(index["seed"]))
+    header["runs"] = str(len(index))
+    for p in varying:
+        if p != "gpus":
+            header[f"swept: {p}"] = _values_text(_unique(index[p]))
+    fixed = [p for p in params if p not in varying and p not in ("arch", "seed", "gpus")]
+    fixed_text = [
+        f"{p}={_values_text([index[p].iloc[0]])}" for p in fixed if _is_set(index[p].iloc[0])
+    ]
+    if fixed_text:
+        header["fixed parameters"] = "; ".join(fixed_text)
+    header["baseline"] = (
+        f"Best (jobs compared with Best in {vs_best['key'].nunique()} run(s))"
+        if not vs_best.empty
+        else "no Best runs on the same traces: slow-downs are against the ideal run time"
+    )
+    return Report(runs.name, header, table, agg, summary, vs_best, figures, varying)
+
+
+def _is_set(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def _arch_first(agg: pd.DataFrame, shown: Sequence[str]) -> pd.DataFrame:
+    """Sort the aggregate rows by the shown parameters, architectures in report order."""
+    order = {a: i for i, a in enumerate(arch_order(agg["arch"]))}
+    keys = agg[list(shown)].copy()
+    keys["arch"] = keys["arch"].astype(str).map(order)
+    for c in shown[1:]:
+        col = keys[c]
+        if not pd.api.types.is_numeric_dtype(col):
+            keys[c] = col.map(lambda v: "" if not _is_set(v) else str(v))
+    pos = keys.sort_values(list(shown), kind="stable", na_position="first").index
+    return agg.loc[pos].reset_index(drop=True)
+
+
+def _markdown(report: Report, figures: Sequence[ReportFigure]) -> str:
+    lines = [f"# {report.name}", ""]
+    lines += [f"- **{k}**: {v}" for k, v in report.header.items()]
+    lines += [
+        "",
+        "## Summary",
+        "",
+        "Means over jobs, averaged over seeds; `±` is the 95% confidence interval across seeds "
+        "(Student t). Full precision: `summary.csv` (per parameter combination) and `runs.csv` "
+        "(per run).",
+        "",
+        markdown_table(report.summary),
+        "",
+    ]
+    if figures:
+        lines += ["## Figures", ""]
+        for f in figures:
+            lines += [f"### {f.title}", "", f"![{f.title}]({f.stem}.png)", "", f.caption, ""]
+    return "\n".join(lines)
+
+
+def save_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
+    """Write the report files into ``out_dir`` (created if missing); return them by name.
+
+    Names: ``summary.md``, ``summary.csv``, ``runs.csv``, ``<stem>.png`` and ``<stem>.svg`` for
+    every figure, ``report.html``. Every file is written atomically and is byte-identical for
+    identical runs.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, Path] = {}
+    html_figs = []
+    for f in report.figures:
+        png = figure_bytes(f.figure, "png")
+        paths[f"{f.stem}.png"] = atomic_write_text(out / f"{f.stem}.png", png)
+        paths[f"{f.stem}.svg"] = atomic_write_text(
+            out / f"{f.stem}.svg", figure_bytes(f.figure, "svg")
+        )
+        html_figs.append(HtmlFigure(f.stem, f.title, f.caption, png))
+    paths["summary.csv"] = atomic_write_text(out / "summary.csv", to_csv(report.aggregate))
+    paths["runs.csv"] = atomic_write_text(out / "runs.csv", to_csv(report.runs))
+    paths["summary.md"] = atomic_write_text(
+        out / "summary.md", _markdown(report, report.figures) + "\n"
+    )
+    page = render_html(
+        f"LumosCore report: {report.name}",
+        report.header,
+        report.summary,
+        html_figs,
+        extra_tables={"Runs": report.runs},
+    )
+    paths["report.html"] = atomic_write_text(out / "report.html", page)
+    return paths
+
+
+def write_report(store_dir: Path, out_dir: Path | None = None) -> Path:
+    """Write the report of the result directory ``store_dir``; return the HTML page's path.
+
+    ``out_dir`` defaults to ``store_dir / "report"``. Raises
+    :class:`~lumoscore.errors.ConfigError` naming the path when ``store_dir`` is missing or holds
+    no finished run.
+    """
+    store = Path(store_dir)
+    report = build_report(load_runs(store))
+    paths = save_report(report, Path(out_dir) if out_dir is not None else store / "report")
+    return paths["report.html"]
