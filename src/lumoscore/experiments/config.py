@@ -51,6 +51,7 @@ __all__ = [
     "RunConfig",
     "TraceConfig",
     "expand",
+    "experiment_from_dict",
     "format_validation_error",
     "load_experiment",
     "run_fields",
@@ -60,6 +61,8 @@ _MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="consta
 #: Sweep paths that have their own axis in an experiment (``architectures``, ``gpus``,
 #: ``seeds``) and so are not allowed in ``[sweep]``.
 _OWN_AXES = {"arch": "architectures", "gpus": "gpus", "seed": "seeds"}
+#: Top-level shorthands of ``[trace]`` keys in an experiment file.
+_TRACE_SHORTHANDS = ("jobs", "beta_s", "load", "load_basis")
 
 
 def _canonical_arch(name: str) -> str:
@@ -221,7 +224,7 @@ class RunConfig(BaseModel):
             try:
                 make_fabric(self.arch, self.gpus, routing=self.routing, seed=self.seed)
             except ConfigError as exc:
-                raise ValueError(f"routing: {exc}") from None
+                raise ValueError(f"{exc} (arch {self.arch!r})") from None
         return self
 
     def label(self) -> str:
@@ -282,7 +285,8 @@ class ExperimentConfig(BaseModel):
     """An experiment file: the runs of :func:`expand` and where their results go.
 
     ``gpus``, ``trace.jobs``, ``trace.beta_s``, ``trace.load`` and ``eps`` take a value or a
-    list; ``seeds`` a list or a count ``n`` (seeds ``1..n``); ``routing`` a policy for every
+    list (``jobs``, ``beta_s``, ``load`` and ``load_basis`` may also be given at the top
+    level); ``seeds`` a list or a count ``n`` (seeds ``1..n``); ``routing`` a policy for every
     architecture or a table ``{arch = policy}``; ``sweep`` maps a :class:`RunConfig` field
     path to the list of values to try. ``output`` defaults to ``results/<name>``.
 
@@ -312,6 +316,25 @@ class ExperimentConfig(BaseModel):
     @classmethod
     def _known_queue(cls, v: str) -> str:
         return _check_queue(v)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trace_keys_at_top(cls, data: Any) -> Any:
+        """``jobs``, ``beta_s``, ``load`` and ``load_basis`` may be given at the top level
+        as shorthands of ``trace.<key>``."""
+        if not isinstance(data, dict):
+            return data
+        moved = {k: data[k] for k in _TRACE_SHORTHANDS if k in data}
+        if not moved:
+            return data
+        trace = data.get("trace", {})
+        if not isinstance(trace, dict):
+            return data
+        both = sorted(k for k in moved if k in trace)
+        if both:
+            raise ValueError(f"{both[0]} given both at the top level and in [trace]; give one")
+        rest = {k: v for k, v in data.items() if k not in moved}
+        return {**rest, "trace": {**trace, **moved}}
 
     @field_validator("architectures")
     @classmethod

@@ -1,0 +1,274 @@
+"""``lumos run``: run an experiment file (or the built-in default experiment) into a store."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from lumoscore.cli._common import JsonOption, emit_json
+from lumoscore.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from lumoscore.experiments.config import ExperimentConfig
+
+__all__ = ["register", "summarize_index", "summary_rows_table"]
+
+#: Statistic columns of the summary table, in order.
+STAT_COLUMNS: tuple[str, ...] = tuple(
+    f"{stat}_{metric}_s" for metric in ("jrt", "jwt", "jct") for stat in ("mean", "p50", "p99")
+)
+#: Index columns that never define a group of the summary.
+_NOT_GROUPS = {"key", "arch", "seed", "fabric.port_gbps"}
+
+
+def _config_columns(index: pd.DataFrame) -> list[str]:
+    from lumoscore.experiments.store import SUMMARY_COLUMNS
+
+    return [c for c in index.columns if c not in SUMMARY_COLUMNS and c != "fabric.port_gbps"]
+
+
+def _row_labels(frame: pd.DataFrame, cols: list[str]) -> list[str]:
+    """One string per row that is equal exactly when the rows agree on ``cols``."""
+    return ["|".join(map(repr, row)) for row in frame[cols].itertuples(index=False)]
+
+
+def summarize_index(index: pd.DataFrame) -> pd.DataFrame:
+    """One row per architecture x swept field, averaged over seeds.
+
+    Columns: ``arch``, the config fields that vary between runs (``gpus``, ``trace.load``,
+    ...), ``runs``, the mean over seeds of :data:`STAT_COLUMNS`, and ``slowdown_vs_best``: the
+    mean over seeds of a run's mean JCT over the mean JCT of Best on the same trace (same
+    config but architecture and routing); NaN when Best is not in the index.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> idx = pd.DataFrame({"key": ["a", "b", "c", "d"], "arch": ["best", "x", "best", "x"],
+    ...                     "routing": [None, "ecmp", None, "ecmp"], "gpus": 256,
+    ...                     "seed": [1, 1, 2, 2], **{c: 1.0 for c in STAT_COLUMNS}})
+    >>> idx["mean_jct_s"] = [10.0, 15.0, 20.0, 20.0]
+    >>> summarize_index(idx)[["arch", "runs", "mean_jct_s", "slowdown_vs_best"]]
+       arch  runs  mean_jct_s  slowdown_vs_best
+    0  best     2        15.0              1.00
+    1     x     2        17.5               1.25
+    """
+    import pandas as pd
+
+    if index.empty:
+        return pd.DataFrame(columns=["arch", "runs", *STAT_COLUMNS, "slowdown_vs_best"])
+    frame = index.copy()
+    config = _config_columns(frame)
+    match_cols = [c for c in config if c not in ("key", "arch", "routing")]
+    match = _row_labels(frame, match_cols)
+    is_best = (frame["arch"] == "best").to_numpy()
+    jct = frame["mean_jct_s"].to_numpy(dtype=float)
+    best = {m: j for m, j, b in zip(match, jct, is_best, strict=True) if b}
+    frame["slowdown_vs_best"] = [
+        j / best[m] if best.get(m, 0.0) > 0 else math.nan for m, j in zip(match, jct, strict=True)
+    ]
+    groups = [c for c in config if c not in _NOT_GROUPS and frame[c].map(repr).nunique() > 1]
+    keys = ["arch", *groups]
+    label = pd.Series(_row_labels(frame, keys), index=frame.index)
+    rows: list[dict[str, Any]] = []
+    for _, part in frame.groupby(label, sort=False):
+        first = part.iloc[0]
+        row: dict[str, Any] = {k: first[k] for k in keys}
+        row["runs"] = len(part)
+        for col in (*STAT_COLUMNS, "slowdown_vs_best"):
+            vals = part[col].astype(float)
+            row[col] = float(vals.mean()) if vals.notna().any() else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def summary_rows_table(title: str, summary: pd.DataFrame) -> Table:
+    """A rich table of :func:`summarize_index` rows."""
+    table = Table(title=title)
+    extra = [
+        c for c in summary.columns if c not in ("arch", "runs", *STAT_COLUMNS, "slowdown_vs_best")
+    ]
+    table.add_column("architecture")
+    for c in extra:
+        table.add_column(c, justify="right")
+    table.add_column("runs", justify="right")
+    for col in STAT_COLUMNS:
+        stat, metric, _ = col.split("_")
+        table.add_column(f"{metric.upper()}\n{stat}", justify="right")
+    table.add_column("JCT /\nBest", justify="right")
+
+    def fmt(x: Any) -> str:
+        return "-" if x is None or not math.isfinite(float(x)) else f"{float(x):,.0f}"
+
+    for _, r in summary.iterrows():
+        slow = r["slowdown_vs_best"]
+        table.add_row(
+            str(r["arch"]),
+            *(str(r[c]) for c in extra),
+            str(r["runs"]),
+            *(fmt(r[c]) for c in STAT_COLUMNS),
+            "-" if not math.isfinite(float(slow)) else f"{float(slow):.3f}",
+        )
+    table.caption = (
+        "times in s, mean over seeds; JCT / Best: mean JCT over Best's on the same trace"
+    )
+    return table
+
+
+def _override(
+    config: ExperimentConfig, *, out: Path | None, jobs: int | None, eps: float | None
+) -> ExperimentConfig:
+    from lumoscore.experiments.config import ExperimentConfig, format_validation_error
+
+    doc = config.model_dump(exclude_none=True)
+    sweep = dict(doc.get("sweep", {}))
+    if out is not None:
+        doc["output"] = str(out)
+    if jobs is not None:
+        doc["trace"]["jobs"] = jobs
+        sweep.pop("trace.jobs", None)
+    if eps is not None:
+        doc["eps"] = eps
+        sweep.pop("eps", None)
+    doc["sweep"] = sweep
+    import pydantic
+
+    try:
+        return ExperimentConfig.model_validate(doc)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(format_validation_error(exc)) from None
+
+
+def _records(index: pd.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    for rec in index.to_dict(orient="records"):
+        out.append(
+            {
+                k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                for k, v in rec.items()
+            }
+        )
+    return out
+
+
+def run(
+    file: Annotated[
+        Path | None,
+        typer.Argument(help="Experiment TOML file; without it, the built-in default experiment."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Result store folder (default: the file's output).")
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", min=1, help="Local worker processes (default: one per core)."),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option("--scheduler", help="Run on a Dask distributed scheduler (tcp://HOST:PORT)."),
+    ] = None,
+    dask_local: Annotated[
+        int | None,
+        typer.Option(
+            "--dask-local", min=1, help="Run on a Dask LocalCluster of N worker processes."
+        ),
+    ] = None,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", min=1, help="Override the trace's job count.")
+    ] = None,
+    eps: Annotated[
+        float | None,
+        typer.Option(
+            "--eps", min=0.0, help="Override eps (0 exact max-min, e.g. 0.01 approximate)."
+        ),
+    ] = None,
+    report: Annotated[
+        bool, typer.Option("--report/--no-report", help="Write the HTML report when available.")
+    ] = True,
+    json_out: JsonOption = False,
+) -> None:
+    """Run an experiment (every architecture x size x sweep value x seed) into a result store.
+
+    Finished runs are kept: running the same command again (for example after Ctrl-C) runs
+    only the missing ones. Prints a summary table (mean/p50/p99 of JRT, JWT, JCT and the JCT
+    slowdown against Best) and writes index.csv/index.parquet and a report into the store.
+    """
+    from lumoscore.experiments.config import DEFAULT_EXPERIMENT, expand, load_experiment
+    from lumoscore.experiments.runner import run_sweep
+    from lumoscore.experiments.store import ResultStore
+    from lumoscore.fileio import atomic_write_text
+
+    if scheduler is not None and dask_local is not None:
+        raise ConfigError("give at most one of --scheduler and --dask-local")
+    config = DEFAULT_EXPERIMENT if file is None else load_experiment(file)
+    config = _override(config, out=out, jobs=jobs, eps=eps)
+    runs = expand(config)
+    out_dir = config.output_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    store = ResultStore(out_dir)
+    atomic_write_text(
+        out_dir / "experiment.json",
+        json.dumps(config.model_dump(mode="json"), indent=2, allow_nan=True) + "\n",
+    )
+    err = Console(stderr=True)
+    executor = "dask" if (scheduler or dask_local) else "local"
+    try:
+        index = run_sweep(
+            runs,
+            store,
+            executor=executor,
+            workers=workers,
+            scheduler=scheduler,
+            dask_local=dask_local,
+            progress=not json_out,
+            console=err,
+        )
+    except KeyboardInterrupt:
+        done = sum(store.has(store.key(r)) for r in runs)
+        err.print(
+            f"interrupted: {done} of {len(runs)} runs are stored in {out_dir}; "
+            "run the same command again to resume"
+        )
+        raise typer.Exit(130) from None
+    summary = summarize_index(index)
+    atomic_write_text(out_dir / "summary.csv", summary.to_csv(index=False))
+    report_path = _write_report(out_dir) if report else None
+    if json_out:
+        emit_json(
+            {
+                "experiment": config.name,
+                "output": str(out_dir),
+                "report": None if report_path is None else str(report_path),
+                "runs": _records(index),
+            }
+        )
+        return
+    title = f"{config.name}: {len(runs)} runs"
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 160))
+    console.print(summary_rows_table(title, summary))
+    console.print(f"results in {out_dir}/ (index.csv, summary.csv, runs/<key>/)")
+    if report_path is not None:
+        console.print(f"report: {report_path}")
+
+
+def _write_report(out_dir: Path) -> Path | None:
+    """``lumoscore.report.write_report(out_dir)`` when that package exists."""
+    try:
+        from lumoscore.report import write_report  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return Path(write_report(out_dir))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``lumos run`` to the app."""
+    app.command("run")(run)

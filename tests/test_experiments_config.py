@@ -1,0 +1,204 @@
+"""Experiment files: validation messages, defaults and grid expansion."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lumoscore.errors import ConfigError
+from lumoscore.experiments.config import (
+    DEFAULT_EXPERIMENT,
+    ExperimentConfig,
+    RunConfig,
+    expand,
+    load_experiment,
+    run_fields,
+)
+from lumoscore.fabric.presets import PRESETS
+from lumoscore.sim.queueing import QUEUE_POLICIES
+
+
+def load(tmp_path: Path, text: str) -> ExperimentConfig:
+    p = tmp_path / "exp.toml"
+    p.write_text(text)
+    return load_experiment(p)
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path, text)
+    msg = str(info.value)
+    assert "\n" not in msg  # one line
+    return msg
+
+
+def test_unknown_architecture_names_the_allowed_ones(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, 'gpus = 512\narchitectures = ["best", "clos-foo"]\n')
+    assert "arch" in msg and "'clos-foo'" in msg
+    assert all(p in msg for p in PRESETS)
+
+
+def test_negative_load_and_beta(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, "gpus = 512\n[trace]\nload = -0.5\n")
+    assert "trace.load" in msg and "greater than 0" in msg
+    msg = error_of(tmp_path, "gpus = 512\nbeta_s = [100, -1]\n")
+    assert "trace.beta_s" in msg and "greater than 0" in msg
+
+
+@pytest.mark.parametrize(
+    ("arch", "gpus", "needle"),
+    [
+        ("leaf-spine-25.6T", 65536, "cannot hold gpus=65536"),
+        ("lumoscore-25.6T-tau1", 65536, "more than the 512 ports of an OCS"),
+        ("clos-51.2T-2tier", 262144, "cannot hold gpus=262144"),
+    ],
+)
+def test_cluster_too_big_for_the_chip(tmp_path: Path, arch: str, gpus: int, needle: str) -> None:
+    msg = error_of(tmp_path, f'gpus = {gpus}\narchitectures = ["{arch}"]\n')
+    assert needle in msg and arch in msg and f"gpus={gpus}" in msg
+
+
+def test_unknown_keys_are_errors(tmp_path: Path) -> None:
+    assert "archs: unknown key" in error_of(tmp_path, 'archs = ["best"]\n')
+    assert "trace.job: unknown key" in error_of(tmp_path, "[trace]\njob = 5\n")
+    assert "failures.rate: unknown key" in error_of(tmp_path, "[failures]\nrate = 0.1\n")
+    msg = error_of(tmp_path, '[sweep]\n"failures.rate" = [0, 1]\n')
+    assert "failures.rate_per_gpu_day" in msg  # lists the allowed paths
+
+
+def test_other_errors_name_field_and_allowed_values(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, 'queue = "lifo"\n')
+    assert msg.endswith(f"queue: unknown queue policy 'lifo'; allowed: {', '.join(QUEUE_POLICIES)}")
+    assert "trace.preset" in error_of(tmp_path, '[trace]\npreset = "helios"\n')
+    msg = error_of(tmp_path, '[trace]\nfile = "t.csv"\npreset = "tpuv4"\n')
+    assert "trace.preset or trace.file" in msg
+    assert "at most one of trace.beta_s and trace.load" in error_of(
+        tmp_path, "gpus = 512\n[trace]\nbeta_s = 10\nload = 0.5\n"
+    )
+    msg = error_of(tmp_path, 'routing = "planned"\narchitectures = ["clos-51.2T-3tier"]\n')
+    assert "routing='planned'" in msg and "ecmp" in msg
+    assert "seeds" in error_of(tmp_path, "seeds = 0\n")
+    assert "failures.hard_fraction" in error_of(tmp_path, "[failures]\nhard_fraction = 1.5\n")
+    assert "'seed': use the top-level key 'seeds'" in error_of(tmp_path, "[sweep]\nseed = [1]\n")
+    assert "not valid TOML" in error_of(tmp_path, "gpus = \n")
+
+
+def test_defaults_and_relative_trace_file(tmp_path: Path) -> None:
+    (tmp_path / "traces").mkdir()
+    exp = load(tmp_path, 'name = "x"\ngpus = 512\n[trace]\nfile = "traces/t.csv"\n')
+    assert exp.architectures == list(PRESETS)
+    assert exp.output_dir() == Path("results/x")
+    assert exp.trace.file == str((tmp_path / "traces" / "t.csv").resolve())
+    run = expand(exp)[0]
+    assert (run.queue, run.eps, run.seed, run.routing) == ("fifo", 0.0, 1, None)
+    assert not run.failures.to_model().enabled
+
+
+def test_default_experiment() -> None:
+    runs = expand(DEFAULT_EXPERIMENT)
+    assert [r.arch for r in runs] == list(PRESETS)
+    assert {(r.gpus, r.trace.preset, r.trace.jobs, r.trace.beta_s, r.seed) for r in runs} == {
+        (4096, "lumoscore-paper", 1000, 2000.0, 1)
+    }
+    path = Path(__file__).parents[1] / "examples" / "experiments" / "default.toml"
+    assert load_experiment(path) == DEFAULT_EXPERIMENT
+
+
+def test_example_sweep_file_loads() -> None:
+    path = Path(__file__).parents[1] / "examples" / "experiments" / "sweep-failures.toml"
+    exp = load_experiment(path)
+    assert "failures.rate_per_gpu_day" in exp.sweep
+    assert len(expand(exp)) >= 2
+
+
+def test_grid_order_and_size() -> None:
+    exp = ExperimentConfig(
+        name="g",
+        gpus=[256, 512],
+        architectures=["best", "lumoscore-51.2T-tau2"],
+        trace={"jobs": 5, "load": [0.5, 0.9]},
+        seeds=[7, 8],
+        sweep={"failures.rate_per_gpu_day": [0.0, 0.01], "queue": ["fifo", "backfill"]},
+    )
+    runs = expand(exp)
+    expected = list(
+        itertools.product(
+            ["best", "lumoscore-51.2T-tau2"],
+            [256, 512],
+            [0.5, 0.9],
+            [0.0, 0.01],
+            ["fifo", "backfill"],
+            [7, 8],
+        )
+    )
+    got = [
+        (r.arch, r.gpus, r.trace.load, r.failures.rate_per_gpu_day, r.queue, r.seed) for r in runs
+    ]
+    assert got == expected
+    assert expand(exp) == runs  # deterministic
+
+
+def test_routing_sweep_applies_to_best_once() -> None:
+    exp = ExperimentConfig(
+        gpus=512,
+        architectures=["best", "clos-51.2T-3tier"],
+        trace={"jobs": 5},
+        sweep={"routing": ["ecmp", "source"]},
+    )
+    got = [(r.arch, r.routing) for r in expand(exp)]
+    assert got == [("best", None), ("clos-51.2T-3tier", "ecmp"), ("clos-51.2T-3tier", "source")]
+    per_arch = ExperimentConfig(
+        gpus=512,
+        architectures=["clos-51.2T-3tier", "lumoscore-51.2T-tau2"],
+        routing={"clos-51.2T-3tier": "source"},
+        trace={"jobs": 5},
+    )
+    assert [r.routing for r in expand(per_arch)] == ["source", None]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    path=st.sampled_from([p for p in run_fields() if p not in ("arch", "gpus", "seed")]),
+)
+def test_every_run_field_is_sweepable(path: str) -> None:
+    values = {
+        "trace.preset": ["lumoscore-paper", "tpuv4"],
+        "trace.jobs": [3, 4],
+        "trace.beta_s": [100.0, 200.0],
+        "trace.load": [0.5, 0.6],
+        "trace.load_basis": ["sample", "expected"],
+        "trace.file": None,
+        "routing": ["ecmp", "source"],
+        "queue": ["fifo", "edf"],
+        "eps": [0.0, 0.1],
+        "failures.rate_per_gpu_day": [0.0, 0.5],
+        "failures.hard_fraction": [0.1, 0.2],
+        "failures.soft_repair_s": [1.0, 2.0],
+        "failures.hard_repair_s": [1.0, 2.0],
+        "failures.checkpoint_interval_s": [60.0, float("inf")],
+        "failures.restart_s": [1.0, 2.0],
+    }[path]
+    if values is None:
+        return
+    exp = ExperimentConfig(
+        gpus=512, architectures=["clos-51.2T-3tier"], trace={"jobs": 2}, sweep={path: values}
+    )
+    runs = expand(exp)
+    got = [r.model_dump() for r in runs]
+    for doc, value in zip(got, values, strict=True):
+        node = doc
+        *parents, leaf = path.split(".")
+        for p in parents:
+            node = node[p]
+        assert node[leaf] == value
+
+
+def test_run_config_is_hashable_and_frozen() -> None:
+    r = RunConfig(arch="best", gpus=256)
+    assert hash(r) == hash(RunConfig(arch="BEST", gpus=256))
+    with pytest.raises(Exception, match="frozen"):
+        r.gpus = 512  # type: ignore[misc]

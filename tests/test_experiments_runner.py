@@ -1,0 +1,162 @@
+"""Sweeps: resume after a kill, failed runs, identical results on every executor, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from lumoscore.cli import build_app, main
+from lumoscore.experiments.config import RunConfig
+from lumoscore.experiments.runner import SweepError, run_one, run_sweep
+from lumoscore.experiments.store import ResultStore
+from lumoscore.sim.results import SimResult
+
+
+def tiny_runs(n: int = 4) -> list[RunConfig]:
+    return [
+        RunConfig(arch="best", gpus=256, trace={"jobs": 8, "load": 0.7}, seed=s)
+        for s in range(1, n + 1)
+    ]
+
+
+def fail_on_seed_3(cfg: RunConfig) -> SimResult:
+    """A run function that fails for one config (module level: picklable)."""
+    if cfg.seed == 3:
+        raise RuntimeError("boom")
+    return run_one(cfg)
+
+
+def without_wall(index: pd.DataFrame) -> pd.DataFrame:
+    return index.drop(columns=["wall_s"]).reset_index(drop=True)
+
+
+def test_killed_sweep_resumes_with_only_the_missing_runs(tmp_path: Path) -> None:
+    runs = tiny_runs(5)
+    calls: list[int] = []
+
+    def killed_after_two(cfg: RunConfig) -> SimResult:
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # Ctrl-C during the third run
+        calls.append(cfg.seed)
+        return run_one(cfg)
+
+    store = ResultStore(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(runs, store, workers=1, progress=False, run_fn=killed_after_two)
+    done = {store.key(r) for r in runs[:2]}
+    assert set(store.keys()) == done
+    stamps = {k: (store.run_dir(k) / "run.json").stat().st_mtime_ns for k in done}
+
+    rerun: list[int] = []
+
+    def counting(cfg: RunConfig) -> SimResult:
+        rerun.append(cfg.seed)
+        return run_one(cfg)
+
+    index = run_sweep(runs, ResultStore(tmp_path), workers=1, progress=False, run_fn=counting)
+    assert rerun == [3, 4, 5]
+    assert index["seed"].tolist() == [1, 2, 3, 4, 5]
+    assert all((store.run_dir(k) / "run.json").stat().st_mtime_ns == t for k, t in stamps.items())
+    # a third run has nothing left to do
+    run_sweep(runs, ResultStore(tmp_path), workers=1, progress=False, run_fn=counting)
+    assert rerun == [3, 4, 5]
+
+
+def test_failed_run_keeps_the_others_in_a_process_pool(tmp_path: Path) -> None:
+    runs = tiny_runs(4)
+    store = ResultStore(tmp_path)
+    with pytest.raises(SweepError, match=r"1 of 4 runs failed.*seed 3.*RuntimeError: boom"):
+        run_sweep(runs, store, workers=2, progress=False, run_fn=fail_on_seed_3)
+    assert set(store.keys()) == {store.key(r) for r in runs if r.seed != 3}
+    index = run_sweep(runs, store, workers=2, progress=False)
+    assert index["seed"].tolist() == [1, 2, 3, 4]
+
+
+def test_process_pool_equals_in_process(tmp_path: Path) -> None:
+    runs = [
+        RunConfig(arch=a, gpus=512, trace={"jobs": 12}, seed=s)
+        for a in ("lumoscore-51.2T-tau2", "lumoscore-25.6T-tau1")
+        for s in (1, 2)
+    ]
+    a = run_sweep(runs, ResultStore(tmp_path / "a"), workers=1, progress=False)
+    b = run_sweep(runs, ResultStore(tmp_path / "b"), workers=2, progress=False)
+    pd.testing.assert_frame_equal(without_wall(a), without_wall(b))
+    for key in a["key"]:
+        for name in ("jobs.parquet", "queue.parquet"):
+            assert (tmp_path / "a" / "runs" / key / name).read_bytes() == (
+                tmp_path / "b" / "runs" / key / name
+            ).read_bytes()
+
+
+@pytest.mark.slow
+def test_dask_local_cluster_equals_local_pool(tmp_path: Path) -> None:
+    runs = [
+        RunConfig(arch="lumoscore-51.2T-tau2", gpus=512, trace={"jobs": 15, "load": 0.8}, seed=1),
+        RunConfig(arch="clos-51.2T-3tier", gpus=512, trace={"jobs": 15, "load": 0.8}, seed=1),
+    ]
+    local = run_sweep(runs, ResultStore(tmp_path / "local"), workers=2, progress=False)
+    dask = run_sweep(
+        runs, ResultStore(tmp_path / "dask"), executor="dask", dask_local=2, progress=False
+    )
+    pd.testing.assert_frame_equal(without_wall(local), without_wall(dask))
+    assert local["arch"].tolist() == ["lumoscore-51.2T-tau2", "clos-51.2T-3tier"]
+    for key in local["key"]:
+        sa, sb = ResultStore(tmp_path / "local"), ResultStore(tmp_path / "dask")
+        pd.testing.assert_frame_equal(sa.jobs(key), sb.jobs(key))
+        assert (sa.run_dir(key) / "jobs.parquet").read_bytes() == (
+            sb.run_dir(key) / "jobs.parquet"
+        ).read_bytes()
+
+
+TINY_TOML = """
+name = "tiny"
+gpus = 256
+architectures = ["best", "lumoscore-51.2T-tau2"]
+seeds = 2
+
+[trace]
+jobs = 6
+load = 0.6
+"""
+
+
+def test_cli_run_file(tmp_path: Path) -> None:
+    exp = tmp_path / "tiny.toml"
+    exp.write_text(TINY_TOML)
+    out = tmp_path / "out"
+    runner = CliRunner()
+    args = ["run", str(exp), "--out", str(out), "--workers", "1", "--no-report"]
+    res = runner.invoke(build_app(), args)
+    assert res.exit_code == 0, res.output
+    assert "best" in res.output and "lumoscore-51.2T-tau2" in res.output
+    assert "JCT" in res.output
+    index = pd.read_csv(out / "index.csv")
+    assert len(index) == 4 and set(index["seed"]) == {1, 2}
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary["arch"].tolist() == ["best", "lumoscore-51.2T-tau2"]
+    assert summary["slowdown_vs_best"].iloc[0] == 1.0
+    assert summary["slowdown_vs_best"].iloc[1] >= 1.0 - 1e-9
+    # --json, and nothing is simulated again
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("run.json")}
+    res = runner.invoke(build_app(), [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["experiment"] == "tiny" and len(doc["runs"]) == 4
+    assert {r["arch"] for r in doc["runs"]} == {"best", "lumoscore-51.2T-tau2"}
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("run.json")} == before
+
+
+def test_cli_invalid_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    exp = tmp_path / "bad.toml"
+    exp.write_text('gpus = 256\narchitectures = ["best", "torus"]\n')
+    with pytest.raises(SystemExit) as info:
+        main(["run", str(exp), "--out", os.fspath(tmp_path / "o")])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lumos: error: ") and err.count("\n") == 1
+    assert "'torus'" in err and "lumoscore-51.2T-tau2" in err
