@@ -105,11 +105,13 @@ def arch_order(archs: Sequence[str]) -> list[str]:
     return sorted(uniq, key=lambda a: (a != BASELINE_ARCH, a))
 
 
-def _colors(archs: Sequence[str]) -> dict[str, Any]:
+def _colors(names: Sequence[str], given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Colors of ``names``: ``given`` where it has one, else tab10 in order."""
     from matplotlib import colormaps
 
     cmap = colormaps["tab10"]
-    return {a: cmap(i % 10) for i, a in enumerate(archs)}
+    own = {a: cmap(i % 10) for i, a in enumerate(names)}
+    return {a: (given[a] if given and a in given else own[a]) for a in names}
 
 
 def _new_figure(width_in: float = 6.0, height_in: float = 3.8) -> Figure:
@@ -123,6 +125,7 @@ def cdf_figure(
     xlabel: str,
     title: str,
     log_x: bool = False,
+    colors: Mapping[str, Any] | None = None,
 ) -> Figure:
     """Empirical CDFs, one step line per key of ``samples`` (non-finite values dropped).
 
@@ -135,7 +138,7 @@ def cdf_figure(
     fig = _new_figure()
     ax = fig.add_subplot()
     names = list(samples)
-    colors = _colors(names)
+    colors = _colors(names, colors)
     for name in names:
         x = np.asarray(samples[name], dtype=float)
         x = np.sort(x[np.isfinite(x)])
@@ -168,6 +171,7 @@ def bar_figure(
     *,
     title: str,
     by: str = "arch",
+    colors: Mapping[str, Any] | None = None,
 ) -> Figure:
     """Grouped bars: one group per metric, one bar per ``by`` value, CI error bars across seeds.
 
@@ -185,7 +189,7 @@ def bar_figure(
     fig = _new_figure(max(6.0, 1.2 + 0.5 * len(agg) * len(metrics)), 3.8)
     ax = fig.add_subplot()
     names = arch_order(agg[by]) if by == "arch" else [str(v) for v in agg[by]]
-    colors = _colors(names)
+    colors = _colors(names, colors)
     rows = {str(v): i for i, v in enumerate(agg[by])}
     width = 0.8 / max(len(names), 1)
     x0 = np.arange(len(metrics), dtype=float)
@@ -213,6 +217,7 @@ def sweep_figure(
     *,
     title: str,
     by: str = "arch",
+    colors: Mapping[str, Any] | None = None,
 ) -> Figure:
     """One line per ``by`` value of ``metric`` against the numeric parameter ``x``, CI bars.
 
@@ -226,7 +231,7 @@ def sweep_figure(
     fig = _new_figure()
     ax = fig.add_subplot()
     names = arch_order(agg[by]) if by == "arch" else sorted({str(v) for v in agg[by]})
-    colors = _colors(names)
+    colors = _colors(names, colors)
     for name in names:
         part = agg[agg[by].astype(str) == name].sort_values(x)
         xs = part[x].to_numpy(dtype=float)
@@ -264,6 +269,7 @@ def category_figure(
     *,
     title: str,
     by: str = "arch",
+    colors: Mapping[str, Any] | None = None,
 ) -> Figure:
     """Grouped bars of ``metric``: one group per value of ``category``, one bar per ``by``.
 
@@ -278,7 +284,7 @@ def category_figure(
     fig = _new_figure(max(6.0, 1.2 + 0.5 * len(cats) * agg[by].nunique()), 3.8)
     ax = fig.add_subplot()
     names = arch_order(agg[by]) if by == "arch" else sorted({str(v) for v in agg[by]})
-    colors = _colors(names)
+    colors = _colors(names, colors)
     width = 0.8 / max(len(names), 1)
     x0 = np.arange(len(cats), dtype=float)
     cat_of = agg[category].map(_label_value)
@@ -308,7 +314,12 @@ def category_figure(
     return fig
 
 
-def queue_figure(queues: Mapping[str, pd.DataFrame], *, title: str) -> Figure:
+def queue_figure(
+    queues: Mapping[str, pd.DataFrame],
+    *,
+    title: str,
+    colors: Mapping[str, Any] | None = None,
+) -> Figure:
     """Queue depth (waiting jobs) over time, one step line per key of ``queues``.
 
     Examples
@@ -320,7 +331,7 @@ def queue_figure(queues: Mapping[str, pd.DataFrame], *, title: str) -> Figure:
     fig = _new_figure()
     ax = fig.add_subplot()
     names = list(queues)
-    colors = _colors(names)
+    colors = _colors(names, colors)
     for name in names:
         q = queues[name].sort_values("time_s", kind="stable")
         if q.empty:
@@ -389,13 +400,59 @@ def save_figure(fig: Figure, out_dir: Path, stem: str) -> tuple[Path, Path]:
     return png, svg
 
 
+def _unset(col: pd.Series) -> NDArray[np.bool_]:
+    return np.array(
+        [v is None or (isinstance(v, float | np.floating) and math.isnan(v)) for v in col],
+        dtype=bool,
+    )
+
+
+def _not_applicable(table: pd.DataFrame, param: str) -> set[str]:
+    """Architectures that leave ``param`` unset in every run (e.g. ``routing`` for Best)."""
+    if "arch" not in table.columns:
+        return set()
+    unset = pd.Series(_unset(table[param]), index=table.index)
+    per_arch = unset.groupby(table["arch"].astype(str)).all()
+    return {str(a) for a, v in per_arch.items() if v}
+
+
 def _slice(table: pd.DataFrame, ref: Mapping[str, Any], free: Sequence[str] = ()) -> pd.DataFrame:
-    """Rows of ``table`` at the reference value of every parameter in ``ref`` but ``free``."""
+    """Rows of ``table`` at the reference value of every parameter in ``ref`` but ``free``.
+
+    An architecture that leaves a parameter unset in all its runs passes on that parameter.
+    """
     fixed = [p for p in ref if p not in free and p in table.columns]
-    if not fixed:
+    keep = np.ones(len(table), dtype=bool)
+    for p in fixed:
+        want = run_signature(pd.DataFrame([{p: ref[p]}]), [p]).iloc[0]
+        hit = (run_signature(table, [p]) == want).to_numpy()
+        na = _not_applicable(table, p)
+        if na:
+            hit = hit | table["arch"].astype(str).isin(na).to_numpy()
+        keep &= hit
+    return table[keep]
+
+
+def _spread_not_applicable(table: pd.DataFrame, param: str) -> pd.DataFrame:
+    """Repeat the rows of architectures without ``param`` for every value the others take."""
+    na = _not_applicable(table, param)
+    if not na:
         return table
-    want = run_signature(pd.DataFrame([{p: ref[p] for p in fixed}]), fixed).iloc[0]
-    return table[run_signature(table, fixed) == want]
+    is_na = table["arch"].astype(str).isin(na)
+    rest = table[~is_na]
+    values = list(dict.fromkeys(rest[param]))
+    copies = [table[is_na].assign(**{param: v}) for v in values]
+    return pd.concat([rest, *copies], ignore_index=True)
+
+
+def _reference(runs: pd.DataFrame, params: Sequence[str]) -> dict[str, Any]:
+    """Reference values over the runs of the architectures each parameter applies to."""
+    out: dict[str, Any] = {}
+    for p in params:
+        na = _not_applicable(runs, p)
+        rows = runs[~runs["arch"].astype(str).isin(na)] if na else runs
+        out.update(reference_values(rows, [p]))
+    return out
 
 
 def _slice_text(ref: Mapping[str, Any], free: Sequence[str] = ()) -> str:
@@ -435,10 +492,11 @@ def build_figures(
     """
     queues = queues or {}
     axes = [p for p in params if p not in _NOT_AXES]
-    ref = dict(reference_values(runs, axes))
+    ref = _reference(runs, axes)
     ref.update({k: v for k, v in (reference or {}).items() if k in axes})
     where = _slice_text(ref)
     archs = arch_order(runs["arch"]) if "arch" in runs.columns else []
+    palette = _colors(archs)
     figs: list[ReportFigure] = []
     ref_runs = _slice(runs, ref)
     ref_keys = set(ref_runs["key"].astype(str))
@@ -459,6 +517,7 @@ def build_figures(
                     _samples(vb, "jrt_slowdown_vs_best", others),
                     xlabel="(JRT - JRT_best) / JRT_best",
                     title="JRT slow-down ratio against Best",
+                    colors=palette,
                 ),
             )
         )
@@ -472,6 +531,7 @@ def build_figures(
                     _samples(vb, "jwt_delta_vs_best_s", others),
                     xlabel="JWT - JWT_best (s)",
                     title="JWT slow-down against Best",
+                    colors=palette,
                 ),
             )
         )
@@ -488,6 +548,7 @@ def build_figures(
                         _samples(per_job, "jrt_slowdown", archs),
                         xlabel="JRT / ideal JRT - 1",
                         title="JRT slow-down against the ideal run time",
+                        colors=palette,
                     ),
                 )
             )
@@ -501,6 +562,7 @@ def build_figures(
                         _samples(per_job, "jwt_s", archs),
                         xlabel="JWT (s)",
                         title="Job waiting time",
+                        colors=palette,
                     ),
                 )
             )
@@ -515,6 +577,7 @@ def build_figures(
                         _samples(per_job, "contention_level", archs),
                         xlabel="contention level (Eq. 10)",
                         title="Contention level",
+                        colors=palette,
                     ),
                 )
             )
@@ -526,22 +589,27 @@ def build_figures(
                 "Mean JRT, JWT and JCT per architecture",
                 "Mean over jobs, averaged over seeds; error bars: 95% confidence interval "
                 f"across seeds (Student t). {where}",
-                bar_figure(ref_agg, title="Mean JRT / JWT / JCT per architecture"),
+                bar_figure(ref_agg, title="Mean JRT / JWT / JCT per architecture", colors=palette),
             )
         )
     for p in axes:
         part = _slice(agg, ref, free=[p])
-        if part.empty or part[p].nunique(dropna=True) < 2:
+        if part.empty or run_signature(part, [p]).nunique() < 2:
             continue
         paper = _PAPER.get(p)
         lead = f"{paper}: " if paper else ""
         others_text = _slice_text(ref, free=[p])
         stem = "jct_vs_" + re.sub(r"[^0-9A-Za-z]+", "_", p).strip("_")
         if _is_numeric_param(agg[p]):
-            fig = sweep_figure(part, p, title=f"Mean JCT against {_LABELS.get(p, p)}")
+            fig = sweep_figure(
+                part, p, title=f"Mean JCT against {_LABELS.get(p, p)}", colors=palette
+            )
             kind = "line"
         else:
-            fig = category_figure(part, p, title=f"Mean JCT per {_LABELS.get(p, p)}")
+            part = _spread_not_applicable(part, p)
+            fig = category_figure(
+                part, p, title=f"Mean JCT per {_LABELS.get(p, p)}", colors=palette
+            )
             kind = "bars"
         figs.append(
             ReportFigure(
@@ -559,7 +627,7 @@ def build_figures(
                 "queue_depth",
                 "Queue depth over time",
                 f"Jobs waiting over time, first seed of each architecture. {where}",
-                queue_figure(qs, title="Queue depth over time"),
+                queue_figure(qs, title="Queue depth over time", colors=palette),
             )
         )
     return figs

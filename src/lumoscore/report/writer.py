@@ -67,11 +67,13 @@ def _values_text(values: Sequence[Any]) -> str:
 
 
 def _unique(col: pd.Series) -> list[Any]:
+    """Distinct values, unset (None/NaN) first, then numbers ascending or strings sorted."""
     vals = list(dict.fromkeys(v.item() if isinstance(v, np.generic) else v for v in col))
-    nums = [v for v in vals if isinstance(v, int | float) and not isinstance(v, bool)]
-    if len(nums) == len(vals):
-        return sorted(vals)
-    return sorted(vals, key=str)
+    unset = [v for v in vals if not _is_set(v)][:1]
+    rest = [v for v in vals if _is_set(v)]
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in rest):
+        return unset + sorted(rest)
+    return unset + sorted(rest, key=str)
 
 
 def build_report(runs: RunSet, *, reference: Mapping[str, Any] | None = None) -> Report:
