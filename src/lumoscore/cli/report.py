@@ -62,6 +62,8 @@ def report(
     for row in rep.summary[shown].itertuples(index=False, name=None):
         table.add_row(*[str(v) for v in row])
     console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 160))
     console.print(table)
     console.print(f"wrote {len(paths)} files to {out_dir}: {', '.join(sorted(paths))}")
     console.print(f"report: {paths['report.html']}")

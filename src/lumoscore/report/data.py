@@ -45,6 +45,11 @@ class RunSet:
 
 
 def _experiment_name(index: pd.DataFrame, root: Path) -> str:
+    """``name`` of the store's ``experiment.json`` (written by ``lumos run``), else a
+    single-valued ``experiment``/``name`` column, else the folder name."""
+    doc = _try(lambda: json.loads((root / "experiment.json").read_text(encoding="utf-8")))
+    if isinstance(doc, dict) and isinstance(doc.get("name"), str) and doc["name"]:
+        return doc["name"]
     for col in ("experiment", "name", "experiment.name"):
         if col in index.columns and index[col].nunique(dropna=True) == 1:
             return str(index[col].dropna().iloc[0])
