@@ -94,3 +94,17 @@ def test_sweep_figures_follow_the_varying_parameters() -> None:
     # Every slow-down CDF is over the jobs of non-Best runs at the reference slice.
     agg = aggregate(rep.runs)
     assert len(agg) == len(rep.summary)
+
+
+def test_without_best_and_without_summary_columns() -> None:
+    runs = _synthetic_sweep()
+    keep = runs.index[runs.index["arch"] != "best"].drop(columns=["mean_jrt_s", "mean_jwt_s"])
+    rep = build_report(RunSet(keep, runs.jobs, runs.queues, {}, name="no-best"))
+    stems = {f.stem for f in rep.figures}
+    # Fig. 8(a)(b) fall back to the ideal run time and raw JWT; bars show what is there.
+    assert {"jrt_slowdown_cdf", "jwt_cdf", "jct_bars", "jct_vs_gpus"} <= stems
+    assert "jwt_slowdown_cdf" not in stems
+    assert rep.vs_best.empty
+    assert "mean JRT (s)" not in rep.summary.columns and "mean JCT (s)" in rep.summary.columns
+    bars = next(f.figure for f in rep.figures if f.stem == "jct_bars")
+    assert [t.get_text() for t in bars.axes[0].get_xticklabels()] == ["mean JCT (s)"]

@@ -221,6 +221,9 @@ def sweep_figure(
 ) -> Figure:
     """One line per ``by`` value of ``metric`` against the numeric parameter ``x``, CI bars.
 
+    Lines are dodged sideways by up to a few percent of the axis so error bars stay visible;
+    ``gpus`` uses a log2 axis.
+
     Examples
     --------
     >>> agg = pd.DataFrame({"arch": ["a", "a"], "gpus": [8, 16], "mean_jct_s": [1.0, 2.0]})
@@ -232,9 +235,16 @@ def sweep_figure(
     ax = fig.add_subplot()
     names = arch_order(agg[by]) if by == "arch" else sorted({str(v) for v in agg[by]})
     colors = _colors(names, colors)
-    for name in names:
+    values = np.unique(agg[x].to_numpy(dtype=float))
+    values = values[np.isfinite(values)]
+    log_x = x == "gpus" and values.size > 0 and values.min() > 0
+    span = float(values.max() - values.min()) if values.size else 0.0
+    for j, name in enumerate(names):
         part = agg[agg[by].astype(str) == name].sort_values(x)
         xs = part[x].to_numpy(dtype=float)
+        # Dodge the lines a little so that their error bars do not hide each other.
+        shift = 0.02 * (j - (len(names) - 1) / 2)
+        xs = xs * 2.0**shift if log_x else xs + shift * span
         ys = part[metric].to_numpy(dtype=float)
         err = _ci(part, metric)
         ax.errorbar(
@@ -247,13 +257,14 @@ def sweep_figure(
             label=name,
             color=colors[name],
         )
-    values = np.unique(agg[x].to_numpy(dtype=float))
-    values = values[np.isfinite(values)]
-    if x == "gpus" and values.size and values.min() > 0:
+    if log_x:
         ax.set_xscale("log", base=2)
         ax.set_xticks(values)
         ax.set_xticklabels([f"{v:g}" for v in values])
         ax.minorticks_off()
+    elif 0 < values.size <= 8:
+        ax.set_xticks(values)
+        ax.set_xticklabels([f"{v:g}" for v in values])
     ax.set_xlabel(_LABELS.get(x, x))
     ax.set_ylabel(_metric_label(metric))
     ax.set_title(title, fontsize=10)
@@ -582,17 +593,23 @@ def build_figures(
                 )
             )
     ref_agg = _slice(agg, ref)
-    if not ref_agg.empty and "arch" in ref_agg.columns:
+    bar_metrics = [m for m in ("mean_jrt_s", "mean_jwt_s", "mean_jct_s") if m in agg.columns]
+    if not ref_agg.empty and "arch" in ref_agg.columns and bar_metrics:
         figs.append(
             ReportFigure(
                 "jct_bars",
                 "Mean JRT, JWT and JCT per architecture",
                 "Mean over jobs, averaged over seeds; error bars: 95% confidence interval "
                 f"across seeds (Student t). {where}",
-                bar_figure(ref_agg, title="Mean JRT / JWT / JCT per architecture", colors=palette),
+                bar_figure(
+                    ref_agg,
+                    bar_metrics,
+                    title="Mean JRT / JWT / JCT per architecture",
+                    colors=palette,
+                ),
             )
         )
-    for p in axes:
+    for p in axes if "mean_jct_s" in agg.columns else ():
         part = _slice(agg, ref, free=[p])
         if part.empty or run_signature(part, [p]).nunique() < 2:
             continue
