@@ -234,7 +234,8 @@ def run(
         done = sum(store.has(store.key(r)) for r in runs)
         err.print(
             f"interrupted: {done} of {len(runs)} runs are stored in {out_dir}; "
-            "run the same command again to resume"
+            "run the same command again to resume",
+            soft_wrap=True,
         )
         raise typer.Exit(130) from None
     summary = summarize_index(index)

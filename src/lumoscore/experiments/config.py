@@ -276,6 +276,13 @@ class ExperimentTrace(BaseModel):
     def _known_preset(cls, v: str | None) -> str | None:
         return _check_trace_preset(v)
 
+    @field_validator("jobs", "beta_s", "load")
+    @classmethod
+    def _non_empty(cls, v: Any) -> Any:
+        if isinstance(v, list) and not v:
+            raise ValueError("an empty list; give a value or a non-empty list")
+        return v
+
 
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
@@ -373,6 +380,22 @@ class ExperimentConfig(BaseModel):
             if not values:
                 raise ValueError(f"{path!r}: an empty list of values")
         return v
+
+    @field_validator("routing")
+    @classmethod
+    def _canonical_routing_keys(cls, v: Any) -> Any:
+        return {_canonical_arch(k): r for k, r in v.items()} if isinstance(v, dict) else v
+
+    @model_validator(mode="after")
+    def _routing_names_listed_archs(self) -> ExperimentConfig:
+        if isinstance(self.routing, dict):
+            extra = sorted(set(self.routing) - set(self.architectures))
+            if extra:
+                raise ValueError(
+                    f"routing: {', '.join(map(repr, extra))} not in architectures; allowed: "
+                    f"{', '.join(self.architectures)}"
+                )
+        return self
 
     def seed_list(self) -> list[int]:
         """The seeds: the list given, or ``1..n`` for a count ``n``."""

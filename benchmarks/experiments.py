@@ -1,0 +1,78 @@
+"""Experiments benchmark: the default experiment of ``lumos run`` end to end.
+
+Runs ``lumos run --out <tmp> --no-report`` (the LumosCore paper's 4096-GPU comparison of the
+seven presets on the 1000-job ``lumoscore-paper`` trace) in a fresh process, as a user would,
+and reports the command's wall time and each run's simulation wall time (from the store's
+index). Then reruns the command on the same store: every run is already stored, so the rerun
+measures the resume path (load, validate, skip, summarize).
+
+Target (issue 7, 2-core machine): the default experiment completes in <= 120 s.
+
+Usage: ``python benchmarks/experiments.py [--workers N] [--jobs N] [--timeout S]``; the last
+line is one JSON object ``{"figures", "targets", "met"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+
+def run_cli(args: list[str], timeout_s: float) -> tuple[float, int, str]:
+    """Run ``lumos`` with ``args``; return (wall time, exit code, stderr tail)."""
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            ["lumos", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired:
+        return time.perf_counter() - t0, -1, f"timed out after {timeout_s:.0f} s"
+    return time.perf_counter() - t0, proc.returncode, proc.stderr.strip()[-500:]
+
+
+def main() -> None:
+    """Run the benchmark and print its figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=None, help="lumos run --workers")
+    parser.add_argument("--jobs", type=int, default=None, help="lumos run --jobs (default 1000)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds before giving up")
+    opts = parser.parse_args()
+    figures: dict[str, float | str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "default"
+        args = ["run", "--out", str(out), "--no-report"]
+        if opts.workers is not None:
+            args += ["--workers", str(opts.workers)]
+        if opts.jobs is not None:
+            args += ["--jobs", str(opts.jobs)]
+        wall, code, err = run_cli(args, opts.timeout)
+        print(f"lumos run (default experiment): {wall:.1f} s, exit code {code}")
+        if code != 0:
+            print(err)
+        figures["default_experiment_s"] = round(wall, 2)
+        if (out / "index.parquet").is_file():
+            index = pd.read_parquet(out / "index.parquet")
+            for arch, w in zip(index["arch"], index["wall_s"], strict=True):
+                print(f"  {arch:24s} simulation {w:8.2f} s")
+                figures[f"{arch}_sim_s"] = round(float(w), 2)
+            figures["runs_stored"] = len(index)
+        if code == 0:
+            rerun, code2, _ = run_cli(args, opts.timeout)
+            print(f"rerun on the complete store (resume path): {rerun:.1f} s, exit code {code2}")
+            figures["resume_noop_s"] = round(rerun, 2)
+    targets = {"default_experiment_s": 120.0}
+    met = code == 0 and float(figures["default_experiment_s"]) <= targets["default_experiment_s"]
+    print(json.dumps({"figures": figures, "targets": targets, "met": met}))
+
+
+if __name__ == "__main__":
+    main()
