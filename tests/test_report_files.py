@@ -105,7 +105,11 @@ def test_cli_json(store_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "rep"
     res = CliRunner().invoke(build_app(), ["report", str(store_dir), "--out", str(out), "--json"])
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.stdout)
+
+    def no_nan(token: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {token}")
+
+    doc = json.loads(res.stdout, parse_constant=no_nan)
     assert len(doc["rows"]) == len(ARCHS)
     assert Path(doc["html"]) == out / "report.html"
     assert all(Path(p).is_file() for p in doc["paths"].values())
