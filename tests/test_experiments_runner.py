@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +17,7 @@ from lumoscore.cli import build_app, main
 from lumoscore.experiments.config import RunConfig
 from lumoscore.experiments.runner import SweepError, run_one, run_sweep
 from lumoscore.experiments.store import ResultStore
+from lumoscore.fabric.presets import PRESETS
 from lumoscore.sim.results import SimResult
 
 
@@ -160,3 +164,52 @@ def test_cli_invalid_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
     err = capsys.readouterr().err
     assert err.startswith("lumos: error: ") and err.count("\n") == 1
     assert "'torus'" in err and "lumoscore-51.2T-tau2" in err
+
+
+def test_default_experiment_without_file(tmp_path: Path) -> None:
+    out = tmp_path / "default"
+    res = CliRunner().invoke(
+        build_app(), ["run", "--jobs", "2", "--out", str(out), "--workers", "1", "--no-report"]
+    )
+    assert res.exit_code == 0, res.output
+    index = pd.read_csv(out / "index.csv")
+    assert sorted(index["arch"]) == sorted(PRESETS)
+    assert set(index["gpus"]) == {4096} and set(index["trace.jobs"]) == {2}
+    assert set(index["trace.beta_s"]) == {2000.0} and set(index["seed"]) == {1}
+    summary = pd.read_csv(out / "summary.csv").set_index("arch")
+    assert summary.loc["best", "slowdown_vs_best"] == 1.0
+
+
+SIGKILL_TOML = """
+name = "killme"
+gpus = 512
+architectures = ["lumoscore-51.2T-tau2"]
+seeds = 30
+
+[trace]
+jobs = 20
+"""
+
+
+@pytest.mark.slow
+def test_sigkilled_lumos_run_resumes_with_only_the_missing_runs(tmp_path: Path) -> None:
+    exp = tmp_path / "kill.toml"
+    exp.write_text(SIGKILL_TOML)
+    out = tmp_path / "out"
+    cmd = ["lumos", "run", str(exp), "--out", str(out), "--workers", "1", "--no-report"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(out.glob("runs/*/run.json"))) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    done = {p: p.stat().st_mtime_ns for p in out.glob("runs/*/run.json")}
+    assert 3 <= len(done) < 30, "the sweep was not killed midway"
+    res = subprocess.run([*cmd, "--json"], capture_output=True, text=True, check=True)
+    assert len(json.loads(res.stdout)["runs"]) == 30
+    after = {p: p.stat().st_mtime_ns for p in out.glob("runs/*/run.json")}
+    assert len(after) == 30
+    assert all(after[p] == t for p, t in done.items())  # finished runs were not run again
+    assert len(ResultStore(out).index()) == 30
