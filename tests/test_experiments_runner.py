@@ -135,6 +135,16 @@ def test_cli_run_file(tmp_path: Path) -> None:
     out = tmp_path / "out"
     runner = CliRunner()
     args = ["run", str(exp), "--out", str(out), "--workers", "1", "--no-report"]
+    res = runner.invoke(build_app(), [*args, "--dry-run", "--json"])
+    assert res.exit_code == 0, res.output
+    listed = json.loads(res.stdout)["runs"]
+    assert [(r["arch"], r["seed"], r["stored"]) for r in listed] == [
+        ("best", 1, False),
+        ("best", 2, False),
+        ("lumoscore-51.2T-tau2", 1, False),
+        ("lumoscore-51.2T-tau2", 2, False),
+    ]
+    assert not out.exists()  # a dry run writes nothing
     res = runner.invoke(build_app(), args)
     assert res.exit_code == 0, res.output
     assert "best" in res.output and "lumoscore-51.2T-tau2" in res.output
@@ -153,6 +163,9 @@ def test_cli_run_file(tmp_path: Path) -> None:
     assert doc["experiment"] == "tiny" and len(doc["runs"]) == 4
     assert {r["arch"] for r in doc["runs"]} == {"best", "lumoscore-51.2T-tau2"}
     assert {p: p.stat().st_mtime_ns for p in out.rglob("run.json")} == before
+    res = runner.invoke(build_app(), ["sweep", *args[1:], "--dry-run", "--json"])
+    assert res.exit_code == 0, res.output
+    assert all(r["stored"] for r in json.loads(res.stdout)["runs"])
 
 
 def test_cli_invalid_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -192,6 +192,10 @@ def run(
     report: Annotated[
         bool, typer.Option("--report/--no-report", help="Write the HTML report when available.")
     ] = True,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="List the runs (key, fields, stored or not); run nothing."),
+    ] = False,
     json_out: JsonOption = False,
 ) -> None:
     """Run an experiment (every architecture x size x sweep value x seed) into a result store.
@@ -211,8 +215,11 @@ def run(
     config = _override(config, out=out, jobs=jobs, eps=eps)
     runs = expand(config)
     out_dir = config.output_dir()
-    out_dir.mkdir(parents=True, exist_ok=True)
     store = ResultStore(out_dir)
+    if dry_run:
+        _list_runs(config.name, runs, store, json_out=json_out)
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(
         out_dir / "experiment.json",
         json.dumps(config.model_dump(mode="json"), indent=2, allow_nan=True) + "\n",
@@ -261,6 +268,38 @@ def run(
         console.print(f"report: {report_path}")
 
 
+def _list_runs(name: str, runs: list[Any], store: Any, *, json_out: bool) -> None:
+    """Print the runs of an experiment and whether the store has them (``--dry-run``)."""
+    from lumoscore.experiments.store import flatten
+
+    rows = [
+        {"key": store.key(r), "stored": store.has(store.key(r)), **flatten(r.model_dump())}
+        for r in runs
+    ]
+    if json_out:
+        emit_json({"experiment": name, "output": str(store.root), "runs": rows})
+        return
+    fields = [c for c in rows[0] if c not in ("key", "stored")] if rows else []
+    shown = ["arch", "gpus"] + [
+        c
+        for c in fields
+        if c not in ("arch", "gpus", "seed") and len({repr(r[c]) for r in rows}) > 1
+    ]
+    table = Table(title=f"{name}: {len(rows)} runs in {store.root}")
+    for col in ("key", *shown, "seed", "stored"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            r["key"], *(str(r[c]) for c in shown), str(r["seed"]), "yes" if r["stored"] else "-"
+        )
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 160))
+    console.print(table)
+    missing = sum(not r["stored"] for r in rows)
+    console.print(f"{missing} of {len(rows)} runs to simulate")
+
+
 def _write_report(out_dir: Path) -> Path | None:
     """``lumoscore.report.write_report(out_dir)`` when that package exists."""
     try:
@@ -271,5 +310,9 @@ def _write_report(out_dir: Path) -> Path | None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``lumos run`` to the app."""
+    """Add ``lumos run`` (and its alias ``lumos sweep``) to the app."""
     app.command("run")(run)
+    app.command(
+        "sweep",
+        help="Alias of `lumos run`: a sweep is an experiment file with lists or a sweep table.",
+    )(run)
