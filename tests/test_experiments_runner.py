@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -11,11 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from lumoscore.cli import build_app, main
 from lumoscore.experiments.config import RunConfig
-from lumoscore.experiments.runner import SweepError, run_one, run_sweep
+from lumoscore.experiments.runner import SweepError, _local_results, run_one, run_sweep
 from lumoscore.experiments.store import ResultStore
 from lumoscore.fabric.presets import PRESETS
 from lumoscore.sim.results import SimResult
@@ -226,3 +228,25 @@ def test_sigkilled_lumos_run_resumes_with_only_the_missing_runs(tmp_path: Path) 
     assert len(after) == 30
     assert all(after[p] == t for p, t in done.items())  # finished runs were not run again
     assert len(ResultStore(out).index()) == 30
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_per_run_progress_reaches_the_parent(tmp_path: Path, workers: int) -> None:
+    runs = [
+        RunConfig(arch=a, gpus=512, trace={"jobs": 10}, seed=1)
+        for a in ("lumoscore-51.2T-tau2", "best")
+    ]
+    seen: list[tuple[str, int, int]] = []
+    todo = [(ResultStore(tmp_path).key(r), r) for r in runs]
+    with _local_results(todo, run_one, workers, lambda *a: seen.append(a)) as results:
+        got = dict(results)
+    assert set(got) == {k for k, _ in todo}
+    for key, _ in todo:
+        ticks = [(d, t) for k, d, t in seen if k == key]
+        assert ticks[-1] == (10, 10) and [d for d, _ in ticks] == sorted(d for d, _ in ticks)
+    # with a bar on a terminal the sweep gives the same results as without
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    shown = run_sweep(runs, ResultStore(tmp_path / "a"), workers=workers, console=console)
+    plain = run_sweep(runs, ResultStore(tmp_path / "b"), workers=workers, progress=False)
+    pd.testing.assert_frame_equal(without_wall(shown), without_wall(plain))
+    assert "2/2" in console.file.getvalue()  # type: ignore[attr-defined]

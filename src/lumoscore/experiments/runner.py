@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import functools
 import inspect
 import logging
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
+from multiprocessing.managers import SyncManager
+from queue import Empty
 from typing import Any, Literal
 
 import pandas as pd
@@ -49,6 +52,8 @@ from lumoscore.sim.results import SimResult
 __all__ = ["SweepError", "run_one", "run_sweep", "simulator_options"]
 
 RunFn = Callable[[RunConfig], SimResult]
+#: ``on_progress(key, finished_jobs, total_jobs)`` of a run in flight.
+JobProgress = Callable[[str, int, int], None]
 
 
 class SweepError(LumosError):
@@ -143,39 +148,97 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _accepts_progress(run_fn: RunFn) -> bool:
+    try:
+        return "progress" in inspect.signature(run_fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class _Reporter:
+    """Picklable per-run progress callback: sends ``(key, done, total)`` to a queue about a
+    hundred times per run."""
+
+    def __init__(self, queue: Any, key: str) -> None:
+        self.queue = queue
+        self.key = key
+
+    def __call__(self, done: int, total: int) -> None:
+        if done == total or done % max(1, total // 100) == 0:
+            self.queue.put((self.key, done, total))
+
+
+def _call_run(run_fn: Callable[..., SimResult], cfg: RunConfig, reporter: _Reporter) -> SimResult:
+    """Run ``run_fn`` in a pool worker with a progress reporter."""
+    return run_fn(cfg, progress=reporter)
+
+
 @contextlib.contextmanager
 def _local_results(
-    todo: Sequence[tuple[str, RunConfig]], run_fn: RunFn, workers: int
+    todo: Sequence[tuple[str, RunConfig]],
+    run_fn: RunFn,
+    workers: int,
+    on_progress: JobProgress | None = None,
 ) -> Iterator[Iterator[tuple[str, SimResult | BaseException]]]:
+    report = on_progress is not None and _accepts_progress(run_fn)
     if workers <= 1:
 
         def inline() -> Iterator[tuple[str, SimResult | BaseException]]:
             for key, cfg in todo:
                 try:
-                    yield key, run_fn(cfg)
+                    if report:
+                        assert on_progress is not None
+                        tick = functools.partial(on_progress, key)
+                        yield key, run_fn(cfg, progress=tick)  # type: ignore[call-arg]
+                    else:
+                        yield key, run_fn(cfg)
                 except Exception as exc:
                     yield key, exc
 
         yield inline()
         return
-    pool = cf.ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
-    futures = {pool.submit(run_fn, cfg): key for key, cfg in todo}
+    with contextlib.ExitStack() as stack:
+        queue: Any = None
+        if report:
+            manager = SyncManager()
+            manager.start(_ignore_sigint)
+            stack.callback(manager.shutdown)
+            queue = manager.Queue()
+        pool = cf.ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+        if queue is not None:
+            futures = {
+                pool.submit(_call_run, run_fn, cfg, _Reporter(queue, key)): key for key, cfg in todo
+            }
+        else:
+            futures = {pool.submit(run_fn, cfg): key for key, cfg in todo}
 
-    def gather() -> Iterator[tuple[str, SimResult | BaseException]]:
-        for fut in cf.as_completed(futures):
-            exc = fut.exception()
-            yield futures[fut], fut.result() if exc is None else exc
+        def drain() -> None:
+            while queue is not None and on_progress is not None:
+                try:
+                    key, done, total = queue.get_nowait()
+                except Empty:
+                    return
+                on_progress(key, done, total)
 
-    try:
-        yield gather()
-    except BaseException:
-        # Interrupted: stop our own worker processes (they ignore SIGINT), drop the rest.
-        for proc in list(getattr(pool, "_processes", {}).values()):
-            with contextlib.suppress(Exception):
-                proc.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+        def gather() -> Iterator[tuple[str, SimResult | BaseException]]:
+            pending = set(futures)
+            while pending:
+                finished, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
+                drain()
+                for fut in finished:
+                    exc = fut.exception()
+                    yield futures[fut], fut.result() if exc is None else exc
+
+        try:
+            yield gather()
+        except BaseException:
+            # Interrupted: stop our own worker processes (they ignore SIGINT), drop the rest.
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                with contextlib.suppress(Exception):
+                    proc.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
 
 
 @contextlib.contextmanager
@@ -291,31 +354,45 @@ def run_sweep(
     todo.sort(key=lambda kc: -_cost_estimate(kc[1]))
     failed: list[tuple[str, BaseException]] = []
     if todo:
+        console = console or Console(stderr=True)
+        bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not progress or not console.is_terminal,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        in_flight: dict[str, Any] = {}
+
+        def on_progress(key: str, done: int, total: int) -> None:
+            if key not in in_flight:
+                in_flight[key] = bar.add_task(f"  {keyed[key].label()}", total=total)
+            bar.update(in_flight[key], completed=done, total=total)
+
         if executor == "dask":
             ctx = _dask_results(
                 todo, run_fn, client=client, scheduler=scheduler, dask_local=dask_local
             )
         else:
             n = workers if workers is not None else min(len(todo), os.cpu_count() or 1)
-            ctx = _local_results(todo, run_fn, n)
-        console = console or Console(stderr=True)
-        bar = Progress(
-            TextColumn("[bold]runs[/]"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.description}"),
-            console=console,
-            disable=not progress or not console.is_terminal,
-        )
+            ctx = _local_results(todo, run_fn, n, None if bar.disable else on_progress)
         with ctx as results, bar:
-            task = bar.add_task(f"{len(keyed) - len(todo)} already stored", total=len(todo))
+            stored = len(keyed) - len(todo)
+            task = bar.add_task(
+                f"[bold]runs[/] ({stored} already stored)" if stored else "[bold]runs[/]",
+                total=len(todo),
+            )
             for key, outcome in results:
                 if isinstance(outcome, BaseException):
                     failed.append((key, outcome))
                 else:
                     store.put(key, keyed[key], outcome)
-                bar.update(task, advance=1, description=keyed[key].label())
+                bar.update(task, advance=1)
+                if key in in_flight:
+                    bar.remove_task(in_flight.pop(key))
     if failed:
         key, exc = failed[0]
         raise SweepError(
