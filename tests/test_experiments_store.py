@@ -149,3 +149,20 @@ def test_same_seed_gives_identical_files(tmp_path: Path) -> None:
 def test_flatten_round_trips_config_paths() -> None:
     flat = flatten(tiny().model_dump())
     assert {"arch", "gpus", "seed", "trace.load", "failures.rate_per_gpu_day"} <= set(flat)
+
+
+def test_index_keeps_extra_summary_scalars(tmp_path: Path, result: SimResult) -> None:
+    extra = SimResult(
+        result.jobs,
+        {**result.summary, "restarts": 3, "lost_s": 12.5, "note": "text"},
+        result.queue,
+        result.fabric,
+        result.stats,
+    )
+    store = ResultStore(tmp_path)
+    cfg = tiny()
+    store.put(store.key(cfg), cfg, extra)
+    idx = store.index()
+    assert idx.loc[0, "restarts"] == 3 and idx.loc[0, "lost_s"] == 12.5
+    assert "note" not in idx.columns and "eps" in idx.columns  # eps: the config's
+    assert list(idx.columns)[-1] == "wall_s"

@@ -30,9 +30,12 @@ _NOT_GROUPS = {"key", "arch", "seed", "fabric.port_gbps"}
 
 
 def _config_columns(index: pd.DataFrame) -> list[str]:
-    from lumoscore.experiments.store import SUMMARY_COLUMNS
+    """The run-config columns of the index (``key`` included)."""
+    from lumoscore.experiments.config import RunConfig
+    from lumoscore.experiments.store import flatten
 
-    return [c for c in index.columns if c not in SUMMARY_COLUMNS and c != "fabric.port_gbps"]
+    fields = {"key", *flatten(RunConfig.model_construct().model_dump())}
+    return [c for c in index.columns if c in fields]
 
 
 def _row_labels(frame: pd.DataFrame, cols: list[str]) -> list[str]:

@@ -47,11 +47,12 @@ from lumoscore.experiments.config import RunConfig
 from lumoscore.fileio import atomic_write, atomic_write_text
 from lumoscore.sim.results import SimResult
 
-__all__ = ["STORE_SCHEMA", "ResultStore", "StoreError", "flatten", "run_key"]
+__all__ = ["STORE_SCHEMA", "SUMMARY_COLUMNS", "ResultStore", "StoreError", "flatten", "run_key"]
 
 #: Version of the store layout; part of every key.
 STORE_SCHEMA = 1
-#: Summary columns of the index, in order (present when the summary has them).
+#: Summary columns of the index, in order (NaN when a summary lacks one); any other scalar of
+#: the summary follows, sorted by name, and ``wall_s`` comes last.
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "jobs",
     "rejected",
@@ -233,7 +234,8 @@ class ResultStore:
     def index(self) -> pd.DataFrame:
         """One row per complete run: ``key``, the flattened config (``arch``, ``gpus``,
         ``trace.load``, ``failures.rate_per_gpu_day``, ..., ``seed``), ``fabric.port_gbps``
-        and the summary columns (``mean_jct_s``, ..., ``wall_s``); sorted by architecture,
+        and the summary columns (:data:`SUMMARY_COLUMNS`, then any other scalar of the run
+        summary such as ``restarts`` or ``lost_s``, then ``wall_s``); sorted by architecture,
         cluster size, seed and key. Rebuilt from the ``run.json`` files."""
         self._rows = None
         return self._frame()
@@ -250,8 +252,14 @@ class ResultStore:
         port = doc.get("fabric", {}).get("port_gbps")
         row["fabric.port_gbps"] = math.nan if port is None else float(port)
         summary = doc.get("summary", {})
-        for col in SUMMARY_COLUMNS:
+        for col in SUMMARY_COLUMNS[:-1]:
             row[col] = summary.get(col, math.nan)
+        # Any further scalar the simulator reports (restarts, lost_s, ...), then wall_s.
+        for col in sorted(set(summary) - set(SUMMARY_COLUMNS) - {"eps"}):
+            value = summary[col]
+            if isinstance(value, int | float) and col not in row:
+                row[col] = value
+        row["wall_s"] = summary.get("wall_s", math.nan)
         return row
 
     def _load_rows(self) -> dict[str, dict[str, Any]]:
