@@ -250,3 +250,36 @@ def test_per_run_progress_reaches_the_parent(tmp_path: Path, workers: int) -> No
     plain = run_sweep(runs, ResultStore(tmp_path / "b"), workers=workers, progress=False)
     pd.testing.assert_frame_equal(without_wall(shown), without_wall(plain))
     assert "2/2" in console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def _simulator_has_failures() -> bool:
+    import inspect
+
+    from lumoscore.sim.engine import Simulator
+
+    return "failures" in inspect.signature(Simulator).parameters
+
+
+@pytest.mark.skipif(not _simulator_has_failures(), reason="Simulator without failures")
+def test_failure_runs_are_deterministic_on_every_executor(tmp_path: Path) -> None:
+    runs = [
+        RunConfig(
+            arch="lumoscore-51.2T-tau2",
+            gpus=256,
+            trace={"jobs": 12, "load": 0.7},
+            failures={"rate_per_gpu_day": rate},
+            seed=seed,
+        )
+        for rate in (0.0, 0.01)
+        for seed in (1, 2)
+    ]
+    a = run_sweep(runs, ResultStore(tmp_path / "a"), workers=1, progress=False)
+    b = run_sweep(runs, ResultStore(tmp_path / "b"), workers=2, progress=False)
+    pd.testing.assert_frame_equal(without_wall(a), without_wall(b))
+    for key in a["key"]:
+        assert (tmp_path / "a" / "runs" / key / "jobs.parquet").read_bytes() == (
+            tmp_path / "b" / "runs" / key / "jobs.parquet"
+        ).read_bytes()
+    failing = a[a["failures.rate_per_gpu_day"] > 0]
+    assert (failing["restarts"] > 0).any()  # failures happened and were recorded
+    assert (a.loc[a["failures.rate_per_gpu_day"] == 0, "restarts"] == 0).all()

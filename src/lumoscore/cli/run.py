@@ -98,9 +98,11 @@ def summary_rows_table(title: str, summary: pd.DataFrame) -> Table:
     extra = [
         c for c in summary.columns if c not in ("arch", "runs", *STAT_COLUMNS, "slowdown_vs_best")
     ]
-    table.add_column("architecture")
-    for c in extra:
-        table.add_column(c, justify="right")
+    longest = max((len(str(a)) for a in summary["arch"]), default=12)
+    table.add_column("architecture", no_wrap=True, min_width=longest)
+    short = [c.rsplit(".", 1)[-1] for c in extra]
+    for c, name in zip(extra, short, strict=True):
+        table.add_column(name if short.count(name) == 1 else c, justify="right")
     table.add_column("runs", justify="right")
     for col in STAT_COLUMNS:
         stat, metric, _ = col.split("_")
