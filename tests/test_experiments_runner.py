@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -199,35 +201,56 @@ SIGKILL_TOML = """
 name = "killme"
 gpus = 512
 architectures = ["lumoscore-51.2T-tau2"]
-seeds = 30
+seeds = 16
 
 [trace]
-jobs = 20
+jobs = 15
 """
 
 
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 @pytest.mark.slow
-def test_sigkilled_lumos_run_resumes_with_only_the_missing_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigkilled_lumos_run_resumes_with_only_the_missing_runs(
+    tmp_path: Path, workers: int
+) -> None:
     exp = tmp_path / "kill.toml"
     exp.write_text(SIGKILL_TOML)
     out = tmp_path / "out"
-    cmd = ["lumos", "run", str(exp), "--out", str(out), "--workers", "1", "--no-report"]
+    cmd = ["lumos", "run", str(exp), "--out", str(out), "--workers", str(workers), "--no-report"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children: list[int] = []
     try:
         deadline = time.monotonic() + 60
         while len(list(out.glob("runs/*/run.json"))) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
+        with contextlib.suppress(OSError):
+            text = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text()
+            children = [int(c) for c in text.split()]
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+    if workers > 1 and sys.platform.startswith("linux"):
+        assert len(children) == workers
+        deadline = time.monotonic() + 10
+        while any(_alive(c) for c in children) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(c) for c in children), "orphaned pool workers kept running"
     done = {p: p.stat().st_mtime_ns for p in out.glob("runs/*/run.json")}
-    assert 3 <= len(done) < 30, "the sweep was not killed midway"
+    assert 3 <= len(done) < 16, "the sweep was not killed midway"
     res = subprocess.run([*cmd, "--json"], capture_output=True, text=True, check=True)
-    assert len(json.loads(res.stdout)["runs"]) == 30
+    assert len(json.loads(res.stdout)["runs"]) == 16
     after = {p: p.stat().st_mtime_ns for p in out.glob("runs/*/run.json")}
-    assert len(after) == 30
+    assert len(after) == 16
     assert all(after[p] == t for p, t in done.items())  # finished runs were not run again
-    assert len(ResultStore(out).index()) == 30
+    assert len(ResultStore(out).index()) == 16
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import ctypes
 import functools
 import inspect
 import logging
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.managers import SyncManager
 from queue import Empty
@@ -52,6 +54,8 @@ from lumoscore.sim.results import SimResult
 __all__ = ["SweepError", "run_one", "run_sweep", "simulator_options"]
 
 RunFn = Callable[[RunConfig], SimResult]
+#: ``prctl`` option: the signal a process gets when its parent dies (Linux).
+_PR_SET_PDEATHSIG = 1
 #: ``on_progress(key, finished_jobs, total_jobs)`` of a run in flight.
 JobProgress = Callable[[str, int, int], None]
 
@@ -143,9 +147,17 @@ def _cost_estimate(run_config: RunConfig) -> float:
     return run_config.trace.jobs * run_config.gpus * (10.0 if electrical else 1.0)
 
 
-def _ignore_sigint() -> None:
-    """Pool workers leave Ctrl-C to the parent, which stops them."""
+def _worker_init(parent_pid: int) -> None:
+    """Set up a pool worker: Ctrl-C is left to the parent (which stops the workers), and on
+    Linux the worker is terminated when the parent dies (``PR_SET_PDEATHSIG``), so a killed
+    ``lumos run`` leaves no orphan simulations behind."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
 
 
 def _accepts_progress(run_fn: RunFn) -> bool:
@@ -201,10 +213,12 @@ def _local_results(
         queue: Any = None
         if report:
             manager = SyncManager()
-            manager.start(_ignore_sigint)
+            manager.start(_worker_init, (os.getpid(),))
             stack.callback(manager.shutdown)
             queue = manager.Queue()
-        pool = cf.ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+        pool = cf.ProcessPoolExecutor(
+            max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),)
+        )
         if queue is not None:
             futures = {
                 pool.submit(_call_run, run_fn, cfg, _Reporter(queue, key)): key for key, cfg in todo
