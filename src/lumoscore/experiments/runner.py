@@ -72,8 +72,9 @@ def simulator_options(run_config: RunConfig) -> dict[str, Any]:
 
     Examples
     --------
-    >>> sorted(simulator_options(RunConfig(arch="best", gpus=256)))[:2]
-    ['eps', 'queue']
+    >>> opts = simulator_options(RunConfig(arch="best", gpus=256, queue="backfill"))
+    >>> opts["queue"], opts["eps"], opts.get("failures")
+    ('backfill', 0.0, None)
     """
     from lumoscore.sim.engine import Simulator
 
