@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import tempfile
 import time
@@ -25,18 +26,23 @@ import pandas as pd
 
 
 def run_cli(args: list[str], timeout_s: float) -> tuple[float, int, str]:
-    """Run ``lumos`` with ``args``; return (wall time, exit code, stderr tail)."""
+    """Run ``lumos`` with ``args``; return (wall time, exit code, stderr tail). On timeout the
+    command gets Ctrl-C (it stores what finished and stops its workers); exit code -1."""
     t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        ["lumos", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
-        proc = subprocess.run(
-            ["lumos", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-        )
+        _, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
         return time.perf_counter() - t0, -1, f"timed out after {timeout_s:.0f} s"
-    return time.perf_counter() - t0, proc.returncode, proc.stderr.strip()[-500:]
+    return time.perf_counter() - t0, proc.returncode, err.strip()[-500:]
 
 
 def main() -> None:
