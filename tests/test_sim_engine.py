@@ -114,9 +114,11 @@ def test_two_flows_on_one_link_get_half_each() -> None:
         np.unique(r.indices),
     )
     fs.add(0, rp)
-    dt = fs.solve()
+    assert not fs.run_until(0.0)  # rates solved, nothing sent yet
     assert np.allclose(fs.rates, 50e9)
-    assert dt == pytest.approx(8e9 / 50e9)
+    assert fs.run_until(np.inf)
+    assert fs.clock_s == pytest.approx(8e9 / 50e9)
+    assert fs.pop_finished() == [0] and len(fs) == 0
 
 
 def test_contending_identical_jobs_double_their_communication() -> None:

@@ -40,14 +40,15 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
-from lumoscore.errors import ConfigError
+from lumoscore.errors import ConfigError, SolverError
 from lumoscore.fabric.base import Fabric, FabricChange
 from lumoscore.sim.events import EventQueue
+from lumoscore.sim.failures import FailureModel
 from lumoscore.sim.fluid import FluidSet
 from lumoscore.sim.placers import ServerPlacer
 from lumoscore.sim.plan import JobPlan, RoundPlan, build_plan, resolo, solo_progress
@@ -55,12 +56,19 @@ from lumoscore.sim.queueing import blocking, check_policy, ordered
 from lumoscore.sim.results import SimResult
 from lumoscore.workload.job import Job
 
-__all__ = ["Placer", "Simulator"]
+__all__ = ["Placer", "SimulationError", "Simulator"]
 
 IntArray = NDArray[np.int64]
 
+
+class SimulationError(SolverError):
+    """The simulation cannot go on (e.g. flows stuck on links of zero capacity)."""
+
+
 # Event priorities at equal times: finishes free resources before arrivals try to use them.
 _P_FINISH, _P_ROUND, _P_FLUID, _P_BEGIN, _P_ARRIVE = 0, 1, 2, 3, 4
+# Solo rounds may share a link while their summed peak loads stay this far below capacity.
+_FIT_RTOL = 1e-9
 
 
 class Placer:
@@ -90,6 +98,10 @@ class _Run:
     round: int = 0
     round_start_s: float = 0.0
     comm_s: float = 0.0  # actual communication time accumulated (contending mode)
+    begun: bool = False
+    launched_s: float = 0.0
+    ckpt_k: int = 0  # checkpoints written so far (one every checkpoint_interval_s of run time)
+    ckpt_iters: int = 0  # iterations the last checkpoint holds
 
 
 class Simulator:
@@ -116,6 +128,11 @@ class Simulator:
     isolation : bool
         Use the isolated fast path (default). ``False`` simulates every job round by round;
         results are the same (tested), only slower.
+    failures : FailureModel, optional
+        GPU failures (:mod:`lumoscore.sim.failures`): a job on a failed GPU loses the work
+        since its last checkpoint and goes back to the head of the queue.
+    seed : int
+        Seed of every random choice of the run (the failure process).
     """
 
     def __init__(
@@ -128,6 +145,8 @@ class Simulator:
         progress: Callable[[int, int], None] | None = None,
         isolation: bool = True,
         eps: float = 0.0,
+        failures: FailureModel | None = None,
+        seed: int = 0,
     ) -> None:
         self.fabric = fabric
         self.jobs = sorted(jobs, key=lambda j: (j.arrival_s, j.job_id))
@@ -147,6 +166,13 @@ class Simulator:
         if not (eps >= 0 and math.isfinite(eps)):
             raise ConfigError(f"eps must be a finite number >= 0, got {eps!r}")
         self.eps = float(eps)
+        self.failures = failures if failures is not None and failures.enabled else None
+        if self.failures is not None and not (
+            callable(getattr(placer, "fail_gpus", None))
+            and callable(getattr(placer, "repair_gpus", None))
+        ):
+            raise ConfigError("failures need a placer with fail_gpus() and repair_gpus()")
+        self.seed = int(seed)
 
     # ------------------------------------------------------------------------------------
     def run(self) -> SimResult:
@@ -158,7 +184,9 @@ class Simulator:
         fluid = FluidSet(cap, self.eps)
         eps = self.eps
         link_users = np.zeros(fab.n_links, dtype=np.int64)
-        inflight_count = np.zeros(fab.n_links, dtype=np.int64)
+        fluid_count = np.zeros(fab.n_links, dtype=np.int64)  # fluid rounds on each link
+        solo_count = np.zeros(fab.n_links, dtype=np.int64)  # solo rounds on each link
+        solo_load = np.zeros(fab.n_links)  # sum of their peak loads, bit/s
         scratch = np.zeros(fab.n_links, dtype=bool)
         inflight: dict[int, tuple[RoundPlan, float, str]] = {}
         waiting: deque[Job] = deque()
@@ -172,6 +200,15 @@ class Simulator:
         solo_iter = np.full(n, np.nan)
         isolated_flag = np.zeros(n, dtype=bool)
         rejected = np.zeros(n, dtype=bool)
+        restarts = np.zeros(n, dtype=np.int64)
+        lost_s = np.zeros(n)  # run time lost to failures (work redone after restarts)
+        requeue_wait_s = np.zeros(n)  # time waiting in the queue again after failures
+        failed_at = np.full(n, np.nan)
+        fragmented = np.zeros(n, dtype=bool)  # blocked while enough GPUs were free in total
+        gpu_owner = np.full(fab.gpus, -1, dtype=np.int64)
+        gpu_down = np.zeros(fab.gpus, dtype=bool)
+        fm = self.failures
+        rng = np.random.default_rng(self.seed)
         queue_t: list[float] = []
         queue_len: list[int] = []
         stats = {
@@ -179,14 +216,26 @@ class Simulator:
             "materialized": 0,
             "plans_s": 0.0,
             "solo_rounds": 0,
+            "shared_solo_rounds": 0,
             "fluid_rounds": 0,
             "reconfigurations": 0,
+            "failures": 0,
+            "hard_failures": 0,
+            "failures_hitting_jobs": 0,
+            "fragmentation_blocks": 0,
             "eps": self.eps,
         }
-        done = 0
+        done = 0  # jobs finished or rejected
 
         for i, job in enumerate(self.jobs):
             q.schedule(job.arrival_s, "arrive", data=i, priority=_P_ARRIVE)
+
+        def next_failure(now: float) -> None:
+            if fm is not None and done < n:
+                t, gpu, hard, repair = fm.draw(rng, now, fab.gpus)
+                q.schedule(t, "fail", data=(gpu, hard, repair), priority=_P_FINISH)
+
+        next_failure(0.0)
 
         def record_queue(now: float) -> None:
             queue_t.append(now)
@@ -197,19 +246,63 @@ class Simulator:
             i = index[run.job.job_id]
             finish[i] = now
             if run.isolated:
-                comm_actual[i] = run.job.iterations * run.plan.solo_comm_s
+                comm_actual[i] += run.job.iterations * run.plan.solo_comm_s
             else:
-                comm_actual[i] = run.comm_s
-            comm_ideal[i] = run.job.iterations * run.plan.ideal_comm_s
-            if not fab.isolating:
-                link_users[run.plan.links] -= 1
-            del running[run.job.job_id]
-            if self.placer is not fab:
-                self.placer.release(run.job.job_id)
-            change_fabric(fab.release(run.job.job_id), now)  # a placing fabric frees GPUs here
+                comm_actual[i] += run.comm_s
+            comm_ideal[i] += run.job.iterations * run.plan.ideal_comm_s
+            if restarts[i]:
+                lost_s[i] += run.begin_s - run.launched_s  # loading the last checkpoint
+            free(run, now)
             done += 1
             if self.progress is not None:
                 self.progress(done, n)
+
+        def free(run: _Run, now: float) -> None:
+            """Give a job's links, GPUs and circuits back."""
+            if not fab.isolating:
+                link_users[run.plan.links] -= 1
+            del running[run.job.job_id]
+            gpu_owner[run.gpus] = -1
+            if self.placer is not fab:
+                self.placer.release(run.job.job_id)
+            change_fabric(fab.release(run.job.job_id), now)  # a placing fabric frees GPUs here
+
+        def kill(run: _Run, now: float) -> None:
+            """A GPU of the job failed: stop it, keep what its last checkpoint holds, and put
+            the rest of the job back at the head of the queue."""
+            assert fm is not None
+            jid = run.job.job_id
+            i = index[jid]
+            plan = run.plan
+            ran_s = now - run.begin_s if run.begun else 0.0
+            for kind in ("finish", "round", "roundend", "begin"):
+                q.cancel((kind, jid))
+            if run.isolated:
+                its = int(ran_s // plan.iteration_s) if plan.iteration_s > 0 else 0
+                k = int(ran_s // fm.checkpoint_interval_s)
+                kept = int(k * fm.checkpoint_interval_s // plan.iteration_s) if k else 0
+                comm_actual[i] += its * plan.solo_comm_s
+            else:
+                its, kept = run.iteration, run.ckpt_iters
+                if int(ran_s // fm.checkpoint_interval_s) > run.ckpt_k:
+                    kept = its  # a checkpoint came due after the last iteration boundary
+                if jid in inflight:
+                    if inflight[jid][2] == "fluid":
+                        fluid.remove_job(jid)
+                    end_inflight(jid)
+                comm_actual[i] += run.comm_s
+            comm_ideal[i] += its * plan.ideal_comm_s
+            kept = min(kept, run.job.iterations - 1)
+            # everything since launch (start-up included) but the iterations kept
+            lost_s[i] += max(now - run.launched_s - kept * plan.iteration_s, 0.0)
+            restarts[i] += 1
+            failed_at[i] = now
+            free(run, now)
+            left = run.job.iterations - kept
+            rest = replace(
+                run.job, iterations=left, duration_s=run.job.duration_s * left / run.job.iterations
+            )
+            waiting.appendleft(rest)
 
         def next_round(run: _Run, now: float) -> None:
             """The current round's flows are done: start the next round's compute."""
@@ -218,6 +311,12 @@ class Simulator:
             if run.round == len(run.plan.rounds):
                 run.round = 0
                 run.iteration += 1
+                if fm is not None:
+                    k = int((now - run.begin_s) // fm.checkpoint_interval_s)
+                    if k > run.ckpt_k:  # a checkpoint was due during this iteration
+                        run.ckpt_k = k
+                        on_time = run.begin_s + k * fm.checkpoint_interval_s == now
+                        run.ckpt_iters = run.iteration if on_time else run.iteration - 1
                 if run.iteration == run.job.iterations:
                     complete(run, now)
                     try_start(now)
@@ -231,25 +330,42 @@ class Simulator:
                 priority=_P_ROUND,
             )
 
+        def peak_of(rp: RoundPlan) -> NDArray[np.float64]:
+            return cap[rp.links] if rp.peak_bps is None else rp.peak_bps
+
         def end_inflight(jid: int) -> None:
-            rp, _, _ = inflight.pop(jid)
-            inflight_count[rp.links] -= 1
+            rp, _, mode = inflight.pop(jid)
+            if mode == "fluid":
+                fluid_count[rp.links] -= 1
+                return
+            solo_count[rp.links] -= 1
+            solo_load[rp.links] -= peak_of(rp)
+            solo_load[rp.links[solo_count[rp.links] == 0]] = 0.0  # no float residue
 
         def join_fluid(jid: int, rp: RoundPlan, t0: float, now: float) -> None:
-            """Put a round that started at ``t0`` into the fluid set at its exact progress."""
-            fluid.advance(now)
+            """Put a round that started at ``t0`` into the fluid set at its exact progress
+            (the fluid set has been run up to ``now``)."""
             rem = solo_progress(rp, cap, until_s=now - t0, eps=eps)[1] if t0 < now else None
-            fluid.add(jid, rp, rem)
+            fluid.add(jid, rp, rem, now_s=now)
+            fluid_count[rp.links] += 1
             inflight[jid] = (rp, t0, "fluid")
 
         def solo_to_fluid(now: float) -> None:
             """Move every solo in-flight round crossing a link marked in ``scratch`` into the
-            fluid set."""
-            for k in [k for k, v in inflight.items() if v[2] == "solo"]:
-                rp, t0, _ = inflight[k]
-                if scratch[rp.links].any():
-                    q.cancel(("roundend", k))
-                    join_fluid(k, rp, t0, now)
+            fluid set, and then every solo round sharing a link with one moved: in the fluid
+            set a round's loads are no longer bounded by its solo peaks."""
+            marks = scratch.copy()
+            moved = True
+            while moved:
+                moved = False
+                for k in [k for k, v in inflight.items() if v[2] == "solo"]:
+                    rp, t0, _ = inflight[k]
+                    if marks[rp.links].any():
+                        q.cancel(("roundend", k))
+                        end_inflight(k)
+                        join_fluid(k, rp, t0, now)
+                        marks[rp.links] = True
+                        moved = True
 
         def demote_isolated(now: float) -> None:
             """Switch every isolated job crossing a link marked in ``scratch`` to round by round."""
@@ -261,37 +377,48 @@ class Simulator:
             """Start a round's flows (``t0``: when they started, for a resumed round)."""
             jid = run.job.job_id
             t0 = now if t0 is None else t0
-            busy = bool(inflight_count[rp.links].any())
-            inflight_count[rp.links] += 1
-            if self.isolation and not busy:
-                stats["solo_rounds"] += 1
-                inflight[jid] = (rp, t0, "solo")
-                q.schedule(
-                    t0 + rp.solo_s, "roundend", key=("roundend", jid), data=jid, priority=_P_ROUND
-                )
-                return
-            if busy:
-                scratch[rp.links] = True
-                solo_to_fluid(now)
-                scratch[rp.links] = False
+            links = rp.links
+            if self.isolation and not fluid_count[links].any():
+                # Solo rounds whose summed peak loads fit every link they share never saturate
+                # a shared link, so each keeps its solo max-min rates (each flow's bottleneck
+                # is an unshared link): the round runs on its solo timeline.
+                shared = solo_count[links] > 0
+                pk = peak_of(rp)
+                if not shared.any() or bool(
+                    np.all(
+                        solo_load[links[shared]] + pk[shared]
+                        <= cap[links[shared]] * (1.0 - _FIT_RTOL)
+                    )
+                ):
+                    stats["solo_rounds"] += 1
+                    stats["shared_solo_rounds"] += int(shared.any())
+                    inflight[jid] = (rp, t0, "solo")
+                    solo_count[links] += 1
+                    solo_load[links] += pk
+                    q.schedule(
+                        t0 + rp.solo_s,
+                        "roundend",
+                        key=("roundend", jid),
+                        data=jid,
+                        priority=_P_ROUND,
+                    )
+                    return
+            scratch[links] = True
+            solo_to_fluid(now)
+            scratch[links] = False
             stats["fluid_rounds"] += 1
             join_fluid(jid, rp, t0, now)
-            resolve_fluid(now)
 
-        def resolve_fluid(now: float) -> None:
+        def fluid_rounds_done(now: float) -> None:
+            """Rounds in the fluid set whose last flow finished at ``now`` end (barrier)."""
             for jid in sorted(fluid.pop_finished()):
                 end_inflight(jid)
                 next_round(running[jid], now)
-            dt = fluid.solve()
-            if math.isfinite(dt):
-                q.schedule(now + dt, "fluid", key="fluid", priority=_P_FLUID)
-            else:
-                q.cancel("fluid")
 
         def materialize(run: _Run, now: float) -> None:
             """Switch an isolated job to round-by-round mode at its exact position."""
             run.isolated = False
-            if math.isnan(start[index[run.job.job_id]]):
+            if not run.begun:
                 return  # not begun yet (start delay): it will run round by round
             stats["materialized"] += 1
             q.cancel(("finish", run.job.job_id))
@@ -301,6 +428,10 @@ class Simulator:
             off = elapsed - it * plan.iteration_s
             run.iteration = it
             run.comm_s = it * plan.solo_comm_s
+            if fm is not None and plan.iteration_s > 0:
+                run.ckpt_k = int(elapsed // fm.checkpoint_interval_s)
+                if run.ckpt_k:
+                    run.ckpt_iters = int(run.ckpt_k * fm.checkpoint_interval_s // plan.iteration_s)
             for r, rp in enumerate(plan.rounds):
                 run.round = r
                 if off < rp.compute_s:
@@ -327,8 +458,10 @@ class Simulator:
         def begin(run: _Run, now: float) -> None:
             """The job's GPUs are ready: start its first round (or schedule its whole run)."""
             i = index[run.job.job_id]
-            start[i] = now
+            if math.isnan(start[i]):
+                start[i] = now
             run.begin_s = now
+            run.begun = True
             if run.isolated:
                 q.schedule(
                     now + run.job.iterations * run.plan.iteration_s,
@@ -356,14 +489,12 @@ class Simulator:
             scratch[change.links] = True
             demote_isolated(now)
             solo_to_fluid(now)
-            fluid.advance(now)
             fab.apply(change)
+            fluid.touch()
             for run in running.values():
                 if scratch[run.plan.links].any():
                     run.plan = resolo(run.plan, cap, scratch, eps=eps)
             scratch[change.links] = False
-            if len(fluid):
-                resolve_fluid(now)
 
         def launch(job: Job, gpus: IntArray, now: float) -> None:
             change = fab.admit(job.job_id, gpus)
@@ -384,18 +515,39 @@ class Simulator:
                     scratch[shared] = False
                 link_users[links] += 1
             isolated_flag[i] = isolated
-            run = _Run(job, gpus, plan, now, isolated)
+            run = _Run(job, gpus, plan, now, isolated, launched_s=now)
             running[job.job_id] = run
-            if change.delay_s > 0:
-                q.schedule(now + change.delay_s, "begin", data=job.job_id, priority=_P_BEGIN)
+            gpu_owner[gpus] = job.job_id
+            delay = change.delay_s
+            if restarts[i]:
+                requeue_wait_s[i] += now - failed_at[i]
+                assert fm is not None
+                delay = max(delay, fm.restart_s)  # checkpoint load overlaps the OCS switch
+            if delay > 0:
+                q.schedule(
+                    now + delay,
+                    "begin",
+                    key=("begin", job.job_id),
+                    data=job.job_id,
+                    priority=_P_BEGIN,
+                )
             else:
                 begin(run, now)
+
+        def free_gpus() -> int:
+            pl = self.placer
+            if hasattr(pl, "free_gpus"):
+                return int(pl.free_gpus)
+            return int(np.count_nonzero((gpu_owner < 0) & ~gpu_down))
 
         def try_start(now: float) -> None:
             started = False
             for job in ordered(self.queue, list(waiting)):
                 gpus = self.placer.place(job)
                 if gpus is None:
+                    if free_gpus() >= job.gpus:
+                        stats["fragmentation_blocks"] += 1
+                        fragmented[index[job.job_id]] = True
                     if blocking(self.queue):
                         break
                     continue
@@ -405,7 +557,25 @@ class Simulator:
             if started:
                 record_queue(now)
 
-        while len(q):
+        while True:
+            nxt = q.peek()
+            if len(fluid) or fluid.finished_pending():
+                # run the contending flows ahead, in compiled code, up to the next event
+                t_next = math.inf if nxt is None else nxt.time_s
+                if fluid.run_until(t_next) and not (
+                    nxt is not None and fluid.clock_s == t_next and nxt.priority < _P_FLUID
+                ):
+                    now = q.now_s = fluid.clock_s
+                    stats["events"] += 1
+                    fluid_rounds_done(now)
+                    continue
+                if nxt is None and len(fluid):
+                    raise SimulationError(
+                        f"{len(fluid)} flows in flight cannot progress (zero capacity) and "
+                        "no event is left that could change it"
+                    )
+            if nxt is None:
+                break
             ev = q.pop()
             now = ev.time_s
             stats["events"] += 1
@@ -413,6 +583,7 @@ class Simulator:
                 job = self.jobs[ev.data]
                 if job.gpus > fab.gpus:
                     rejected[ev.data] = True
+                    done += 1
                     continue
                 waiting.append(job)
                 record_queue(now)
@@ -432,9 +603,26 @@ class Simulator:
                 run = running[ev.data]
                 end_inflight(run.job.job_id)
                 next_round(run, now)
-            elif ev.kind == "fluid":
-                fluid.advance(now)
-                resolve_fluid(now)
+            elif ev.kind == "fail":
+                gpu, hard, repair = ev.data
+                next_failure(now)
+                if gpu_down[gpu]:
+                    continue
+                stats["failures"] += 1
+                stats["hard_failures"] += int(hard)
+                gpu_down[gpu] = True
+                owner = int(gpu_owner[gpu])
+                if owner >= 0:
+                    stats["failures_hitting_jobs"] += 1
+                    kill(running[owner], now)
+                self.placer.fail_gpus(np.array([gpu]))  # type: ignore[union-attr]
+                q.schedule(now + repair, "repair", data=gpu, priority=_P_FINISH)
+                try_start(now)
+            elif ev.kind == "repair":
+                gpu_down[ev.data] = False
+                self.placer.repair_gpus(np.array([ev.data]))  # type: ignore[union-attr]
+                if waiting:
+                    try_start(now)
             elif ev.kind == "begin":
                 begin(running[ev.data], now)
         arrival = np.array([j.arrival_s for j in self.jobs])
@@ -449,6 +637,10 @@ class Simulator:
             solo_iteration_s=solo_iter,
             isolated=isolated_flag,
             rejected=rejected,
+            restarts=restarts,
+            lost_s=lost_s,
+            requeue_wait_s=requeue_wait_s,
+            fragmented=fragmented,
             queue_t=np.array(queue_t),
             queue_len=np.array(queue_len),
             stats={**stats, "max_min_solves": fluid.solves, "wall_s": time.perf_counter() - wall0},

@@ -104,6 +104,11 @@ class EventQueue:
         while heap and self._stale(heap[0]):
             heapq.heappop(heap)
 
+    def peek(self) -> Event | None:
+        """The next event without removing it (``None`` when empty)."""
+        self._skip_stale()
+        return self._heap[0] if self._heap else None
+
     def peek_time(self) -> float:
         """Time of the next event (``inf`` when empty)."""
         self._skip_stale()

@@ -1,9 +1,24 @@
 """The flows in flight of jobs that share links: a fluid model with max-min fair rates.
 
-Rates are piecewise constant: they change only when a round's flows join or a flow finishes.
-:class:`FluidSet` keeps the in-flight rows of every contending job in flat arrays (CSR routes,
-weights, remaining bits, owner job), recomputes max-min rates over them when the set changes,
-and reports the time of the next flow completion.
+Rates are piecewise constant: they change only when a round's flows join or leave, a flow
+finishes, or link capacities change. :class:`FluidSet` keeps the in-flight rows of every
+contending job in flat arrays (CSR routes, weights, remaining bits, an owner slot per row) and
+runs them ahead in compiled code (:func:`~lumoscore.sim.kernels.fluid_advance`) until the next
+external event or until some job's round has no flow left, re-solving incrementally after flow
+completions.
+
+Examples
+--------
+>>> import numpy as np
+>>> from lumoscore.sim.plan import RoundPlan
+>>> rp = RoundPlan(np.array([0, 1, 2]), np.array([0, 0]), np.ones(2), np.array([10.0, 20.0]),
+...                0.0, "x", 0.0, 0.0, np.array([0]))
+>>> fs = FluidSet(np.array([10.0]))
+>>> fs.add(7, rp)
+>>> fs.run_until(np.inf)
+True
+>>> fs.clock_s, fs.pop_finished()
+(3.0, [7])
 """
 
 from __future__ import annotations
@@ -13,7 +28,8 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from lumoscore.sim.maxmin import fluid_rates
+from lumoscore.sim.kernels import FULL_SOLVE, FluidState, fluid_advance, new_state, remaining_at
+from lumoscore.sim.maxmin import _compact
 from lumoscore.sim.plan import DONE_RTOL, RoundPlan
 
 __all__ = ["FluidSet"]
@@ -23,7 +39,11 @@ IntArray = NDArray[np.int64]
 
 
 class FluidSet:
-    """In-flight weighted flows of several jobs over one fabric's links."""
+    """In-flight weighted flows of several jobs over one fabric's links.
+
+    ``capacity_bps`` is the fabric's capacity array (shared: call :meth:`touch` after it
+    changes).
+    """
 
     def __init__(self, capacity_bps: FloatArray, eps: float = 0.0) -> None:
         self.capacity = capacity_bps
@@ -32,28 +52,64 @@ class FluidSet:
         self.indices = np.zeros(0, dtype=np.int64)
         self.weight = np.zeros(0)
         self.size = np.zeros(0)
-        self.remaining = np.zeros(0)
-        self.owner = np.zeros(0, dtype=np.int64)
-        self.rates = np.zeros(0)
+        self.alive = np.zeros(0, dtype=np.bool_)
+        self.slot = np.zeros(0, dtype=np.int64)
+        self.live = np.zeros(0, dtype=np.int64)  # live rows per slot
+        self.slot_of: dict[int, int] = {}  # job id -> slot
+        self.job_of: dict[int, int] = {}  # slot -> job id
         self.clock_s = 0.0
-        self.solves = 0
+        self._st: FluidState = new_state(0, 0)
+        self._mode = FULL_SOLVE
+        self._r_min = math.inf
+        self._cache: tuple[IntArray, FloatArray] | None = None
 
     def __len__(self) -> int:
-        return int(self.weight.size)
+        """Live flow rows."""
+        return int(self.live.sum())
+
+    @property
+    def solves(self) -> int:
+        """Max-min (re)fillings so far."""
+        return int(self._st[8][2])
+
+    @property
+    def rates(self) -> FloatArray:
+        """Current rate of every row (valid after :meth:`run_until`; 0 for finished rows)."""
+        return np.where(self.alive, self._st[0], 0.0)
+
+    @property
+    def remaining(self) -> FloatArray:
+        """Bits every row still has to send at the clock."""
+        return remaining_at(self.alive, self._st, self.clock_s)
 
     def jobs(self) -> set[int]:
-        """Jobs with flows in flight."""
-        return set(np.unique(self.owner).tolist())
+        """Jobs with a round in the set."""
+        return set(self.slot_of)
 
-    def advance(self, now_s: float) -> None:
-        """Send at the current rates until ``now_s``."""
-        dt = now_s - self.clock_s
-        if dt > 0 and self.remaining.size:
-            self.remaining -= self.rates * dt
-        self.clock_s = max(self.clock_s, now_s)
+    def touch(self) -> None:
+        """Link capacities changed: recompute rates from scratch before sending on."""
+        self._cache = None
+        self._mode = FULL_SOLVE
 
-    def add(self, job_id: int, rp: RoundPlan, remaining: FloatArray | None = None) -> None:
-        """Start a round's flows (or the rest of them, ``remaining`` bits per flow)."""
+    def add(
+        self,
+        job_id: int,
+        rp: RoundPlan,
+        remaining: FloatArray | None = None,
+        *,
+        now_s: float | None = None,
+    ) -> None:
+        """Start a round's flows (or the rest of them, ``remaining`` bits per flow) at
+        ``now_s`` (default: the clock). A set with flows in flight must have been run up to
+        ``now_s`` (:meth:`run_until`)."""
+        if job_id in self.slot_of:
+            raise ValueError(f"job {job_id} already has a round in flight")
+        if now_s is not None and now_s != self.clock_s:
+            if len(self):
+                raise ValueError(
+                    f"flows in flight are at t={self.clock_s!r}; run them to {now_s!r} first"
+                )
+            self.clock_s = float(now_s)
         rem = rp.bits.copy() if remaining is None else remaining.astype(float)
         live = rem > rp.bits * DONE_RTOL
         if not live.any():
@@ -62,51 +118,112 @@ class FluidSet:
         lens = np.diff(rp.indptr)[idx]
         pos = np.repeat(rp.indptr[idx] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
         pos = pos + np.arange(int(lens.sum()))
+        s = self._free_slot()
+        self.slot_of[job_id] = s
+        self.job_of[s] = job_id
+        self.live[s] = idx.size
+        k = idx.size
         self.indices = np.concatenate([self.indices, rp.indices[pos]])
         self.indptr = np.concatenate([self.indptr, self.indptr[-1] + np.cumsum(lens)])
         self.weight = np.concatenate([self.weight, rp.weight[idx]])
         self.size = np.concatenate([self.size, rp.bits[idx]])
-        self.remaining = np.concatenate([self.remaining, rem[idx]])
-        self.owner = np.concatenate([self.owner, np.full(idx.size, job_id, dtype=np.int64)])
-        self.rates = np.concatenate([self.rates, np.zeros(idx.size)])
+        self.alive = np.concatenate([self.alive, np.ones(k, dtype=np.bool_)])
+        self.slot = np.concatenate([self.slot, np.full(k, s, dtype=np.int64)])
+        fresh = new_state(k, 0)
+        fresh[1][:] = rem[idx]
+        fresh[2][:] = self.clock_s
+        self._st = tuple(  # type: ignore[assignment]
+            np.concatenate([a, b]) if i < 7 else a
+            for i, (a, b) in enumerate(zip(self._st, fresh, strict=True))
+        )
+        self._cache = None
+        self._mode = FULL_SOLVE
 
-    def _keep(self, keep: NDArray[np.bool_]) -> None:
+    def _free_slot(self) -> int:
+        for s in range(self.live.size):
+            if s not in self.job_of:
+                return s
+        self.live = np.concatenate([self.live, np.zeros(max(4, self.live.size), np.int64)])
+        return self._free_slot()
+
+    def run_until(self, until_s: float) -> bool:
+        """Send until ``until_s`` or until a job's round has no flow left; return whether one
+        has (see :meth:`pop_finished`). The clock stops at the completion time."""
+        if self.finished_pending():
+            return True
+        if not self.alive.any():
+            if math.isfinite(until_s):
+                self.clock_s = max(self.clock_s, float(until_s))
+            return False
+        if self._cache is None:
+            c_idx, c_cap = _compact(self.indices, self.capacity)
+            self._cache = (c_idx, c_cap)
+            st = list(self._st)
+            st[7] = np.zeros(c_cap.size)
+            st[9] = np.full(c_cap.size, -1, dtype=np.int64)
+            st[10] = np.zeros(c_cap.size)
+            self._st = tuple(st)  # type: ignore[assignment]
+            self._mode = FULL_SOLVE
+        c_idx, c_cap = self._cache
+        clock, self._mode, self._r_min, done = fluid_advance(
+            self.indptr,
+            c_idx,
+            c_cap,
+            self.weight,
+            self.size,
+            self.alive,
+            self.slot,
+            self.live,
+            self._st,
+            self.clock_s,
+            float(until_s),
+            self._mode,
+            self._r_min,
+            self.grow,
+            DONE_RTOL,
+        )
+        self.clock_s = float(clock)
+        return bool(done)
+
+    def finished_pending(self) -> bool:
+        """Whether some job's round has no flow left (waiting for :meth:`pop_finished`)."""
+        return any(self.live[s] == 0 for s in self.job_of)
+
+    def pop_finished(self) -> list[int]:
+        """Jobs whose round has no flow left, in slot order; they leave the set."""
+        done = [s for s in sorted(self.job_of) if self.live[s] == 0]
+        jobs = [self.job_of.pop(s) for s in done]
+        for j in jobs:
+            del self.slot_of[j]
+        self._maybe_compact()
+        return jobs
+
+    def remove_job(self, job_id: int) -> FloatArray:
+        """Take a job's in-flight flows out now (returns their remaining bits)."""
+        s = self.slot_of.pop(job_id)
+        del self.job_of[s]
+        mine = self.alive & (self.slot == s)
+        rem = self.remaining[mine]
+        self.alive[mine] = False
+        self.live[s] = 0
+        self._mode = FULL_SOLVE
+        self._maybe_compact()
+        return rem
+
+    def _maybe_compact(self) -> None:
+        """Drop dead rows once they outnumber the live ones."""
+        n = self.alive.size
+        if n == 0 or 2 * int(self.alive.sum()) > n:
+            return
+        keep = self.alive
         lens = np.diff(self.indptr)
-        mask = np.repeat(keep, lens)
-        self.indices = self.indices[mask]
+        self.indices = self.indices[np.repeat(keep, lens)]
         self.indptr = np.concatenate([[0], np.cumsum(lens[keep])]).astype(np.int64)
         self.weight = self.weight[keep]
         self.size = self.size[keep]
-        self.remaining = self.remaining[keep]
-        self.owner = self.owner[keep]
-        self.rates = self.rates[keep]
-
-    def remove_job(self, job_id: int) -> FloatArray:
-        """Take a job's in-flight flows out (returns their remaining bits)."""
-        mine = self.owner == job_id
-        rem = self.remaining[mine].copy()
-        self._keep(~mine)
-        return rem
-
-    def pop_finished(self) -> set[int]:
-        """Drop finished flows; return the jobs that have no flow left in flight."""
-        if not self.weight.size:
-            return set()
-        done = self.remaining <= self.size * DONE_RTOL
-        if not done.any():
-            return set()
-        before = set(np.unique(self.owner[done]).tolist())
-        self._keep(~done)
-        after = set(np.unique(self.owner).tolist()) if self.owner.size else set()
-        return before - after
-
-    def solve(self) -> float:
-        """Recompute max-min rates; return the time until the next flow finishes (inf if none)."""
-        if not self.weight.size:
-            return math.inf
-        alive = np.ones(self.weight.size, dtype=np.bool_)
-        self.rates = fluid_rates(
-            self.indptr, self.indices, self.weight, self.capacity, alive, self.grow
-        )
-        self.solves += 1
-        return float((self.remaining / self.rates).min())
+        self.slot = self.slot[keep]
+        st = [a[keep] if i < 7 else a for i, a in enumerate(self._st)]
+        self._st = tuple(st)  # type: ignore[assignment]
+        self.alive = self.alive[keep]
+        self._cache = None
+        self._mode = FULL_SOLVE

@@ -40,31 +40,45 @@ class ServerPlacer:
         self.gps = gpus_per_server
         self.gpus = gpus
         self.free_slots = np.full(gpus // gpus_per_server, gpus_per_server, dtype=np.int64)
+        self.failed = np.zeros(gpus // gpus_per_server, dtype=np.int64)  # failed GPUs per server
         self.owned: dict[int, IntArray] = {}
 
     @property
     def free_gpus(self) -> int:
-        """GPUs not held by any job."""
-        return int(self.free_slots.sum())
+        """GPUs not held by any job, on servers without a failed GPU."""
+        return int(self._available().sum())
+
+    def _available(self) -> IntArray:
+        # a server with a failed GPU is drained until the GPU is repaired
+        return np.where(self.failed > 0, 0, self.free_slots)
+
+    def fail_gpus(self, gpus: IntArray) -> None:
+        """GPUs failed: their servers take no new job until :meth:`repair_gpus`."""
+        np.add.at(self.failed, np.asarray(gpus, dtype=np.int64) // self.gps, 1)
+
+    def repair_gpus(self, gpus: IntArray) -> None:
+        """Failed GPUs are back."""
+        np.subtract.at(self.failed, np.asarray(gpus, dtype=np.int64) // self.gps, 1)
 
     def place(self, job: Job) -> IntArray | None:
         """GPU ids for the job (ascending), or ``None`` when it does not fit now."""
         job_id, n_gpus = job.job_id, job.gpus
-        if n_gpus > self.free_gpus:
+        avail = self._available()
+        if n_gpus > int(avail.sum()):
             return None
         gps = self.gps
         if n_gpus < gps:
             # fullest server that still has room (best fit)
-            ok = np.flatnonzero(self.free_slots >= n_gpus)
+            ok = np.flatnonzero(avail >= n_gpus)
             if not ok.size:
                 return None
-            s = int(ok[np.argmin(self.free_slots[ok])])
+            s = int(ok[np.argmin(avail[ok])])
             first = gps - int(self.free_slots[s])
             gpus = s * gps + first + np.arange(n_gpus, dtype=np.int64)
             self.free_slots[s] -= n_gpus
         else:
             need = -(-n_gpus // gps)
-            empty = self.free_slots == gps
+            empty = avail == gps
             if int(empty.sum()) < need:
                 return None
             servers = self._best_run(empty, need)

@@ -19,9 +19,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.fabric.base import Fabric
-from lumoscore.sim.maxmin import fluid_run
+from lumoscore.sim.kernels import fluid_run
 from lumoscore.traffic import iteration_flows
-from lumoscore.workload.job import Job
+from lumoscore.workload.job import REFERENCE_PORT_GBPS, Job
 
 __all__ = ["JobPlan", "RoundPlan", "build_plan", "resolo", "solo_progress"]
 
@@ -36,7 +36,9 @@ DONE_RTOL = 1e-9
 class RoundPlan:
     """One routed round: compute, then flows (CSR routes), then a barrier.
 
-    ``bits`` is the size of one flow of each row (capacities are in bit/s).
+    ``bits`` is the size of one flow of each row (capacities are in bit/s). ``peak_bps`` is
+    the highest load the round alone puts on each of its ``links`` (``None``: unknown, taken
+    as the full capacity).
     """
 
     indptr: IntArray
@@ -48,6 +50,7 @@ class RoundPlan:
     solo_s: float
     ideal_s: float
     links: IntArray
+    peak_bps: FloatArray | None = None
 
     @property
     def n_flows(self) -> int:
@@ -94,7 +97,7 @@ def solo_progress(
     else:
         indptr, indices, weight, size = rp
     rem = size if remaining is None else remaining
-    t, out = fluid_run(
+    t, out, _, _ = fluid_run(
         indptr,
         indices,
         weight,
@@ -108,11 +111,30 @@ def solo_progress(
     return float(t), out
 
 
+def _solo_run(
+    indptr: IntArray,
+    indices: IntArray,
+    weight: FloatArray,
+    size: FloatArray,
+    capacity: FloatArray,
+    eps: float,
+) -> tuple[float, IntArray, FloatArray]:
+    """A round alone from start to end: its time, its links (sorted) and their peak loads."""
+    size = size.astype(float)
+    t, _, glob, peak = fluid_run(
+        indptr, indices, weight, size, size, capacity, math.inf, DONE_RTOL, 1.0 + eps
+    )
+    order = np.argsort(glob)
+    return float(t), glob[order], peak[order]
+
+
 def build_plan(job: Job, gpus: IntArray, fabric: Fabric, *, eps: float = 0.0) -> JobPlan:
     """Route every round of one iteration of ``job`` placed on ``gpus`` (rank order)."""
-    schedule = iteration_flows(
-        job, gpus, fabric.spec, aggregate=True, key="gpu", port_gbps=fabric.port_gbps
-    )
+    # A job's bytes are fixed by its model: its ideal iteration time is at the reference port
+    # speed. A fabric with slower ports takes longer; the contention level compares with
+    # the contention-free time at the fabric's own port speed.
+    schedule = iteration_flows(job, gpus, fabric.spec, aggregate=True, key="gpu")
+    slower = REFERENCE_PORT_GBPS / fabric.port_gbps
     cap = fabric.capacity_bps
     rounds = []
     all_links = []
@@ -125,10 +147,8 @@ def build_plan(job: Job, gpus: IntArray, fabric: Fabric, *, eps: float = 0.0) ->
         routes = fabric.routes(src, dst, keys, job_id=job.job_id)
         weight = np.asarray(f.weight, dtype=float)
         size = np.asarray(f.bytes, dtype=float) * 8.0
-        solo_s = 0.0
-        if size.size and size.max() > 0:
-            solo_s, _ = solo_progress((routes.indptr, routes.indices, weight, size), cap, eps=eps)
-        ideal = rnd.ideal_s if rnd.ideal_s is not None else solo_s
+        solo_s, links, peak = _solo_run(routes.indptr, routes.indices, weight, size, cap, eps)
+        ideal = rnd.ideal_s * slower if rnd.ideal_s is not None else solo_s
         rounds.append(
             RoundPlan(
                 routes.indptr,
@@ -139,7 +159,8 @@ def build_plan(job: Job, gpus: IntArray, fabric: Fabric, *, eps: float = 0.0) ->
                 rnd.tag,
                 float(solo_s),
                 float(ideal),
-                np.unique(routes.indices),
+                links,
+                peak,
             )
         )
         all_links.append(routes.indices)
@@ -155,8 +176,8 @@ def resolo(
     rounds = []
     for rp in plan.rounds:
         if rp.solo_s > 0 and changed[rp.links].any():
-            solo_s, _ = solo_progress(rp, capacity, eps=eps)
-            rp = replace(rp, solo_s=float(solo_s))
+            solo_s, _, peak = _solo_run(rp.indptr, rp.indices, rp.weight, rp.bits, capacity, eps)
+            rp = replace(rp, solo_s=solo_s, peak_bps=peak)
         rounds.append(rp)
     iteration_s = float(sum(r.compute_s + r.solo_s for r in rounds))
     return replace(plan, rounds=tuple(rounds), iteration_s=iteration_s)

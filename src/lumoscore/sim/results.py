@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 from lumoscore.fileio import atomic_write_text
 from lumoscore.workload.job import Job
 
-__all__ = ["SimResult", "summarize"]
+__all__ = ["EQUAL_JOB_KEYS", "SimResult", "stability", "summarize"]
 
 PER_JOB_COLUMNS = (
     "job_id",
@@ -40,6 +40,9 @@ PER_JOB_COLUMNS = (
     "contention_level",
     "isolated",
     "rejected",
+    "restarts",
+    "lost_s",
+    "fragmented",
 )
 
 
@@ -64,7 +67,40 @@ def summarize(jobs: pd.DataFrame) -> dict[str, float]:
     out["mean_contention_level"] = float(cl.mean()) if cl.size else math.nan
     if len(ok):
         out["makespan_s"] = float(ok["finish_s"].max() - jobs["arrival_s"].min())
+    out["jct_std_equal_jobs_s"] = stability(ok)
+    for col in ("restarts", "fragmented"):
+        if col in jobs:
+            out[f"{col}_jobs" if col == "fragmented" else col] = int(jobs[col].sum())
+    if "lost_s" in jobs:
+        out["lost_s"] = float(jobs["lost_s"].sum())
     return out
+
+
+_COUNTED = ("reconfigurations", "failures", "hard_failures", "fragmentation_blocks")
+
+#: Columns that make two jobs "equal" for :func:`stability`.
+EQUAL_JOB_KEYS = ("model", "gpus", "tp", "pp", "dp", "ep", "iterations")
+
+
+def stability(jobs: pd.DataFrame) -> float:
+    """Mean, over groups of at least two equal jobs (same :data:`EQUAL_JOB_KEYS`), of the
+    standard deviation of their JCT: how much a job's completion time depends on what else
+    runs (0 on a fabric without interference and an empty queue).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"model": ["a", "a", "b"], "gpus": [8, 8, 8], "jct_s": [1.0, 3.0, 5.0]})
+    >>> stability(t)
+    1.0
+    """
+    keys = [k for k in EQUAL_JOB_KEYS if k in jobs]
+    if not keys or len(jobs) < 2:
+        return math.nan
+    std = jobs.groupby(keys, sort=False)["jct_s"].std(ddof=0)
+    size = jobs.groupby(keys, sort=False)["jct_s"].size()
+    std = std[size >= 2]
+    return float(std.mean()) if len(std) else math.nan
 
 
 @dataclass(frozen=True)
@@ -92,12 +128,23 @@ class SimResult:
         isolated: NDArray[np.bool_],
         rejected: NDArray[np.bool_],
         queue_t: NDArray[np.float64],
+        restarts: NDArray[np.int64] | None = None,
+        lost_s: NDArray[np.float64] | None = None,
+        requeue_wait_s: NDArray[np.float64] | None = None,
+        fragmented: NDArray[np.bool_] | None = None,
         queue_len: NDArray[np.int64],
         stats: dict[str, Any],
     ) -> SimResult:
-        """Assemble the tables from the engine's arrays."""
+        """Assemble the tables from the engine's arrays.
+
+        With failures, JWT also counts the time a restarted job waited in the queue again,
+        and JRT = JCT - JWT (it includes the work lost to failures, ``lost_s``).
+        """
+        n = len(jobs)
         ideal = np.array([j.duration_s for j in jobs], dtype=float)
-        jrt = finish_s - start_s
+        rewait = np.zeros(n) if requeue_wait_s is None else requeue_wait_s
+        jwt = start_s - arrival_s + rewait
+        jrt = finish_s - arrival_s - jwt
         with np.errstate(invalid="ignore", divide="ignore"):
             contention = np.where(comm_ideal_s > 0, comm_actual_s / comm_ideal_s, 1.0)
         table = pd.DataFrame(
@@ -107,24 +154,39 @@ class SimResult:
                 "start_s": start_s,
                 "finish_s": finish_s,
                 "jrt_s": jrt,
-                "jwt_s": start_s - arrival_s,
+                "jwt_s": jwt,
                 "jct_s": finish_s - arrival_s,
                 "gpus": np.array([j.gpus for j in jobs], dtype=np.int64),
                 "model": [j.model for j in jobs],
+                "tp": np.array([j.tp for j in jobs], dtype=np.int64),
+                "pp": np.array([j.pp for j in jobs], dtype=np.int64),
+                "dp": np.array([j.dp for j in jobs], dtype=np.int64),
+                "ep": np.array([j.ep for j in jobs], dtype=np.int64),
+                "iterations": np.array([j.iterations for j in jobs], dtype=np.int64),
                 "ideal_jrt_s": ideal,
                 "jrt_slowdown": jrt / ideal - 1.0,
                 "contention_level": contention,
                 "solo_iteration_s": solo_iteration_s,
                 "isolated": isolated,
                 "rejected": rejected,
+                "restarts": np.zeros(n, np.int64) if restarts is None else restarts,
+                "lost_s": np.zeros(n) if lost_s is None else lost_s,
+                "fragmented": np.zeros(n, bool) if fragmented is None else fragmented,
             }
         )
         summary = {
             **summarize(table),
             "eps": float(stats.get("eps", 0.0)),
             "wall_s": float(stats.get("wall_s", math.nan)),
+            **{k: int(stats[k]) for k in _COUNTED if k in stats},
         }
         queue = pd.DataFrame({"time_s": queue_t, "waiting": queue_len})
+        if len(queue) > 1:
+            dt = np.diff(queue["time_s"].to_numpy(dtype=float))
+            span = float(dt.sum())
+            w = queue["waiting"].to_numpy(dtype=float)[:-1]
+            summary["mean_queue_depth"] = float((w * dt).sum() / span) if span > 0 else 0.0
+            summary["max_queue_depth"] = int(queue["waiting"].max())
         return cls(table, summary, queue, fabric, stats)
 
     def write(self, out_dir: str | Path, *, manifest: dict[str, Any] | None = None) -> Path:
