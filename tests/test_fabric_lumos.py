@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lumoscore.errors import ConfigError, PreconditionError
@@ -41,7 +41,8 @@ def admitted(fab: LumosCoreFabric, j: Job) -> np.ndarray:
 
 def check_routes(fab: LumosCoreFabric, src: np.ndarray, dst: np.ndarray, job_id: int) -> int:
     """Every route is a walk NIC -> ... -> NIC over links of capacity > 0, cross-pod routes
-    cross exactly one OCS link, of the spine group they climbed to and the right pods.
+    cross exactly one OCS link, of the spine group they climbed to and the right pods, or two
+    of one group through an intermediate pod (the fallback when the pods have no circuit).
     Returns the number of cross-pod flows checked."""
     spec = fab.spec
     r = fab.routes(src, dst, np.arange(src.size), job_id=job_id)
@@ -60,12 +61,18 @@ def check_routes(fab: LumosCoreFabric, src: np.ndarray, dst: np.ndarray, job_id:
             assert links.size == 2
         elif pa == pb:
             assert links.size == 4 and ocs.size == 0
-        else:
-            assert links.size == 5 and ocs.size == 1
+        elif links.size == 5:
+            assert ocs.size == 1
             h, i, j = np.unravel_index(int(ocs[0]) - fab.off_ocs, (H, spec.pods, spec.pods))
             assert (i, j) == (pa, pb)
             assert ti[ocs[0]] == pa * H + h and hi[ocs[0]] == pb * H + h
             assert fab.ocs_circuits()[h, i, j] > 0
+            n_cross += 1
+        else:  # two OCS hops, only for pods without a circuit between them
+            assert links.size == 6 and ocs.size == 2
+            assert not (fab.capacity_bps[fab.ocs_link(np.arange(H), pa, pb)] > 0).any()
+            assert ti[ocs[0]] // H == pa and hi[ocs[1]] // H == pb
+            assert ti[ocs[0]] % H == hi[ocs[1]] % H  # one group
             n_cross += 1
     return n_cross
 
@@ -267,3 +274,89 @@ def test_running_routes_keep_their_circuits_across_full_recomputations() -> None
     assert np.isfinite(res.jobs["finish_s"]).all()
     assert fab.stats["stranded_links"] > 0  # the case occurs in this trace
     assert fab.ocs_circuits().sum() == 0 and (fab.capacity_bps[fab.off_ocs :] == 0).all()
+
+
+def set_circuits(fab: LumosCoreFabric, circuits: dict[tuple[int, int, int], int]) -> None:
+    """Deploy ``{(h, i, j): count}`` (both directions) as the OCS links' capacities."""
+    C = np.zeros((fab.spec.ocs_groups, fab.spec.pods, fab.spec.pods))
+    for (h, i, j), c in circuits.items():
+        C[h, i, j] = C[h, j, i] = c
+    fab.capacity_bps[fab.off_ocs :] = C.reshape(-1) * PORT_BPS
+
+
+@pytest.mark.parametrize("routing", ["planned", "ecmp"])
+def test_two_hop_routes_when_the_pods_have_no_circuit(routing: str) -> None:
+    """Pods 0 and 3 without a circuit: their flows go through pod 1 (group 2, 3 circuits each
+    way) and pod 2 (group 5, one circuit on the 0-2 leg): 6-link walks over live links, the
+    flows spread 3 : 1 over the two intermediate pods in call order."""
+    fab = LumosCoreFabric(SPEC, routing=routing)
+    set_circuits(fab, {(2, 0, 1): 3, (2, 1, 3): 5, (5, 0, 2): 1, (5, 2, 3): 2, (4, 0, 1): 1})
+    src = np.arange(16)  # leaf 0 of pod 0 (128 GPUs a pod)
+    dst = 3 * 128 + np.arange(16)  # leaf 24, pod 3
+    assert check_routes(fab, src, dst, job_id=0) == 16
+    r = fab.routes(src, dst, np.arange(16))
+    mid = np.array([r.links_of(f)[2] for f in range(16)])  # the first OCS link
+    first = fab.ocs_link(np.array([2, 5]), np.array([0, 0]), np.array([1, 2]))
+    assert set(mid.tolist()) <= set(first.tolist())
+    if routing == "planned":  # one leaf pair, in call order: 3 of 4 units through pod 1
+        assert (mid == first[0]).sum() == 12 and (mid == first[1]).sum() == 4
+    assert fab.stats["two_hop_flows"] == 32
+    assert fab.routes(np.array([0]), np.array([128]), np.array([0])).links_of(0).size == 5
+    set_circuits(fab, {(2, 0, 1): 1, (3, 1, 3): 1})  # no single group joins 0 to 3
+    with pytest.raises(NoCircuitError, match=r"no OCS circuit joins pod 0 to pod 3.*through"):
+        fab.routes(src, dst, np.arange(16))
+
+
+def test_tau1_trace_that_lost_a_circuit_runs_to_the_end() -> None:
+    """Regression (1024 GPUs, lumoscore-25.6T-tau1, 195 jobs): job 194's admission needed a
+    pod pair whose only requirement sat on an overloaded spine; scaling the logical topology
+    down to the spines' ports floored it to zero circuits and the job's routes failed
+    (NoCircuitError: no OCS circuit joins pod 11 to pod 8)."""
+    jobs = list(
+        generate_trace("lumoscore-paper", 400, seed=1, cluster_gpus=1024, beta_s=2000).jobs
+    )[:195]
+    fab = LiveRoutes(make_fabric("lumoscore-25.6T-tau1", 1024).spec)
+    res = Simulator(fab, jobs).run()
+    assert np.isfinite(res.jobs["finish_s"]).all()
+    assert fab.ocs_circuits().sum() == 0
+
+
+TAU1 = ClusterSpec(pods=16, k_leaf=8, k_spine=8, tau=1, gpus_per_server=8, ocs_ports=16)
+# 16 pods of 8 one-server leaves, 8 OCS groups of 8-port spines: tau = 1 contention
+
+
+@settings(max_examples=12, deadline=None)
+@example(seed=2, policy="relaxed", routing="planned", tau1=True)  # failed before the fix
+@given(
+    seed=st.integers(0, 2**16),
+    policy=st.sampled_from(["locality", "relaxed"]),
+    routing=st.sampled_from(["planned", "ecmp"]),
+    tau1=st.booleans(),
+)
+def test_every_admitted_job_has_routes_over_live_links(
+    seed: int, policy: str, routing: str, tau1: bool
+) -> None:
+    """Random traces admitted and released in random order: every admitted job's flows (as the
+    simulator routes them, expert all-pairs included) have routes over live links. Before the
+    fix ``relaxed`` placements with expert groups across pods failed (no requirement for the
+    pod pairs only expert traffic joins)."""
+    spec = TAU1 if tau1 else SPEC
+    fab = LumosCoreFabric(spec, policy=policy, routing=routing, reconfig_delay_s=0.0)
+    rng = np.random.default_rng(seed)
+    running: list[int] = []
+    for j in generate_trace("lumoscore-paper", 40, seed=seed, cluster_gpus=spec.gpus).jobs:
+        while running and rng.random() < 0.3:
+            fab.apply(fab.release(running.pop(int(rng.integers(len(running))))))
+        gpus = fab.place(j)
+        if gpus is None:
+            if running:
+                fab.apply(fab.release(running.pop(0)))
+            continue
+        fab.apply(fab.admit(j.job_id, gpus))
+        running.append(j.job_id)
+        for rp in build_plan(j, gpus, fab).rounds:
+            assert (fab.capacity_bps[rp.indices] > 0).all()
+        for links in fab._job_ocs.values():  # earlier jobs' fixed routes stay alive
+            assert (fab.capacity_bps[links] > 0).all()
+    if not tau1:  # Theorem 4.1: C fits the ports, so every demanded pod pair has a circuit
+        assert fab.stats["two_hop_flows"] == 0

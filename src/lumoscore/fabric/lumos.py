@@ -35,9 +35,18 @@ Routing (``routing=``):
   pod, the groups ``h`` with ``C[h, i, j] > 0`` across pods.
 * ``ideal``: the two NIC links only (:attr:`isolating` is True).
 
-A cross-pod leaf pair without any split entry (e.g. traffic the demand rule does not count)
-takes the groups with a circuit between the two pods; when there is none a
-:class:`NoCircuitError` is raised: the admission did not give the two pods connectivity.
+A cross-pod leaf pair without any split entry (e.g. a pair whose links the job shares with
+another job's requirement) takes the groups with a circuit between the two pods. The admission
+gives every pod pair a job's flows use at least one circuit (the demand covers every such pair,
+:func:`lumoscore.placement.job_demand`; scaling a logical topology down to the spines' ports
+keeps one circuit per pair, :func:`lumoscore.placement.feasible_demand`). Where that is
+impossible (``tau = 1`` contention so heavy that no OCS group has a port free at both pods,
+never seen in our runs) the flows take **two OCS hops** through an intermediate pod ``k``:
+leaf ``a`` -> spine ``(i, h)`` -> OCS link ``(h, i, k)`` -> OCS link ``(h, k, j)`` -> spine
+``(j, h)`` -> leaf ``b`` (6 links; spine ``(k, h)`` forwards between two of its OCS ports),
+spread over the ``(h, k)`` in proportion to ``min(C[h, i, k], C[h, k, j])``, sharing those
+circuits with their own traffic (counted in ``stats["two_hop_flows"]``). Only when no such
+path exists either is a :class:`NoCircuitError` raised. Routing never drops a flow.
 
 Examples
 --------
@@ -232,6 +241,7 @@ class LumosCoreFabric(Fabric):
             "rewired_circuits": 0,
             "reconfigurations": 0,
             "stranded_links": 0,
+            "two_hop_flows": 0,
         }
 
     # ------------------------------------------------------------------ geometry
@@ -369,6 +379,15 @@ class LumosCoreFabric(Fabric):
             self.stats["reconfigurations"] += 1
         return change
 
+    def fail_gpus(self, gpus: IntArray) -> None:
+        """GPUs failed: never placed on until :meth:`repair_gpus` (their jobs are released by
+        the simulator first)."""
+        self.state.fail_gpus(gpus)
+
+    def repair_gpus(self, gpus: IntArray) -> None:
+        """Failed GPUs are back."""
+        self.state.repair_gpus(gpus)
+
     # ------------------------------------------------------------------ routing
     def _hash(self, src: IntArray, dst: IntArray, key: IntArray) -> NDArray[np.uint32]:
         return flow_hash(src, dst, key, self._hash_seed)
@@ -414,27 +433,32 @@ class LumosCoreFabric(Fabric):
                 h[idx] = (hashes[idx] % np.uint32(H)).astype(np.int64)
             else:
                 h[idx] = self._intra_spines(a[idx], b[idx], rank[idx], job_id)
+        via = np.full(F, -1, np.int64)  # intermediate pod of a two-hop cross-pod route
         if cross.any():
             idx = np.flatnonzero(cross)
-            h[idx] = self._cross_spines(
+            h[idx], via[idx] = self._cross_spines(
                 a[idx], b[idx], pa[idx], pb[idx], rank[idx],
                 None if hashes is None else hashes[idx], job_id,
             )  # fmt: skip
-        hops = np.where(same_leaf, 2, np.where(intra, 4, 5))
-        mat = np.empty((F, 5), np.int64)
+        two = via >= 0
+        hops = np.where(same_leaf, 2, np.where(intra, 4, np.where(two, 6, 5)))
+        mat = np.empty((F, 6), np.int64)
         mat[:, 0] = src
         up = self.off_leaf_up + a * H + h
         down = self.off_leaf_down + b * H + h
-        ocs = self.ocs_link(h, pa, pb)
+        ocs = self.ocs_link(h, pa, np.where(two, via, pb))
+        ocs2 = self.ocs_link(h, np.maximum(via, 0), pb)
         mat[:, 1] = np.where(same_leaf, G + dst, up)
         mat[:, 2] = np.where(intra, down, ocs)
-        mat[:, 3] = np.where(intra, G + dst, down)
-        mat[:, 4] = G + dst
+        mat[:, 3] = np.where(intra, G + dst, np.where(two, ocs2, down))
+        mat[:, 4] = np.where(two, down, G + dst)
+        mat[:, 5] = G + dst
         if cross.any():
-            used = np.unique(ocs[cross])
+            used = np.unique(np.concatenate([ocs[cross], ocs2[two]]))
             prev = self._job_ocs.get(job_id)
             self._job_ocs[job_id] = used if prev is None else np.union1d(prev, used)
-        keep = np.arange(5) < hops[:, None]
+            self.stats["two_hop_flows"] += int(two.sum())
+        keep = np.arange(6) < hops[:, None]
         indptr = np.zeros(F + 1, np.int64)
         np.cumsum(hops, out=indptr[1:])
         return Routes(indptr, mat[keep])
@@ -500,10 +524,25 @@ class LumosCoreFabric(Fabric):
         rank: IntArray,
         hashes: NDArray[np.uint32] | None,
         job_id: int,
-    ) -> IntArray:
+    ) -> tuple[IntArray, IntArray]:
+        """Group ``h`` and intermediate pod (-1: direct) of each cross-pod flow."""
         n, H = self._n, self._H
         circuits = self.capacity_bps[self.off_ocs :].reshape(H, self._P, self._P) > 0
         avail = circuits[:, pa, pb].T.astype(np.int64)  # (F, H)
+        direct = avail.sum(axis=1) > 0
+        if not direct.all():  # pods without a circuit: two OCS hops (see the module docstring)
+            h = np.zeros(a.size, np.int64)
+            via = np.full(a.size, -1, np.int64)
+            sel = ~direct
+            key = rank[sel] if hashes is None else hashes[sel].astype(np.int64)
+            h[sel], via[sel] = self._two_hop(pa[sel], pb[sel], key)
+            if direct.any():
+                h[direct], _ = self._cross_spines(
+                    a[direct], b[direct], pa[direct], pb[direct], rank[direct],
+                    None if hashes is None else hashes[direct], job_id,
+                )  # fmt: skip
+            return h, via
+        none = np.full(a.size, -1, np.int64)
         if hashes is not None:  # ECMP over the job's groups with a circuit (else any group)
             z = np.zeros(0, np.int64)
             ja, jb, jh, _ = self._job_split.get(job_id, (z, z, z, z))
@@ -514,10 +553,8 @@ class LumosCoreFabric(Fabric):
             has = mine.sum(axis=1) > 0
             avail[has] = mine[has]
             cnt = avail.sum(axis=1)
-            if (cnt == 0).any():
-                self._no_circuit(pa, pb, cnt == 0)
-            k = (hashes % np.maximum(cnt, 1).astype(np.uint32)).astype(np.int64)
-            return _spread(avail, k)
+            k = (hashes % cnt.astype(np.uint32)).astype(np.int64)
+            return _spread(avail, k), none
         lookup = self._job_lookup.get(job_id)
         if lookup is not None:
             w = _split_rows(lookup, a, b, n, H)
@@ -526,20 +563,29 @@ class LumosCoreFabric(Fabric):
             w = np.zeros((a.size, H), np.int64) if topo is None else topo.split_of(a, b)
         w = w * avail  # never a group without a circuit
         empty = w.sum(axis=1) == 0
-        if empty.any():
-            w[empty] = avail[empty]
-            still = w.sum(axis=1) == 0
-            if still.any():
-                self._no_circuit(pa, pb, still)
-        return _spread(w, rank)
+        w[empty] = avail[empty]
+        return _spread(w, rank), none
 
-    def _no_circuit(self, pa: IntArray, pb: IntArray, mask: NDArray[np.bool_]) -> None:
-        f = int(np.flatnonzero(mask)[0])
-        raise NoCircuitError(
-            f"no OCS circuit joins pod {int(pa[f])} to pod {int(pb[f])} in any group: the "
-            f"admission gave this job's cross-pod traffic no connectivity "
-            f"({int(mask.sum())} flow(s) affected)"
-        )
+    def _two_hop(self, pa: IntArray, pb: IntArray, key: IntArray) -> tuple[IntArray, IntArray]:
+        """Group ``h`` and intermediate pod ``k`` of two-hop routes ``pa -> k -> pb`` over the
+        circuits ``(h, pa, k)`` and ``(h, k, pb)`` (spine ``(k, h)`` forwards between two of its
+        OCS ports): the flows spread over the ``(h, k)`` in proportion to
+        ``min(C[h, pa, k], C[h, k, pb])``, unit ``key`` (rank or hash) of each flow."""
+        H, P = self._H, self._P
+        live = self.capacity_bps[self.off_ocs :].reshape(H, P, P)
+        c = np.rint(live / self.spec.port_bps).astype(np.int64)
+        w = np.minimum(c[:, pa, :].transpose(1, 0, 2), c[:, :, pb].transpose(2, 0, 1))
+        w = w.reshape(pa.size, H * P)  # (F, (h, k)); k = pa or pb gives 0 (no self circuit)
+        none = w.sum(axis=1) == 0
+        if none.any():
+            f = int(np.flatnonzero(none)[0])
+            raise NoCircuitError(
+                f"no OCS circuit joins pod {int(pa[f])} to pod {int(pb[f])} in any group, "
+                f"directly or through another pod: the admission gave this job's cross-pod "
+                f"traffic no connectivity ({int(none.sum())} flow(s) affected)"
+            )
+        col = _spread(w, key)
+        return col // P, col % P
 
     # ------------------------------------------------------------------ summary
     def describe(self) -> dict[str, object]:

@@ -27,8 +27,11 @@ leaf-spine links failed, releases the jobs hit (optional) and reconfigures; :fun
 recomputes the logical topology and the OCS configuration of the current ``L``.
 
 A logical topology needing more OCS ports than a spine has (possible only with contention, e.g.
-``tau = 1`` beyond Theorem 4.2) is scaled down symmetrically before the ToE
-(``C'_ij = floor(C_ij * min(s_i, s_j))``, ``s_i = min(1, k_spine / rowsum_i)``); with
+``tau = 1`` beyond Theorem 4.2) is scaled down symmetrically before the ToE, keeping one circuit
+for every pod pair it joins (:func:`feasible_demand`: ``C'_ij = 1 + floor((C_ij - 1) *
+min(s_i, s_j))``, ``s_i = min(1, (k_spine - m_i) / sum_j (C_ij - 1))``, ``m_i`` the spine's
+partners; a plain ``floor(C_ij * s)`` would drop a pair's single requirement and leave its
+jobs' flows without a circuit); with
 ``backup=True`` the idle OCS ports form a full-mesh backup
 (:func:`lumoscore.topology.logical.backup_mesh`).
 
@@ -187,20 +190,90 @@ class Admission:
 
 
 def feasible_demand(C: Any, k_spine: int) -> IntArray:
-    """Scale ``C`` down symmetrically so no spine needs more than ``k_spine`` OCS ports.
+    """Scale ``C`` down symmetrically so no spine needs more than ``k_spine`` OCS ports,
+    keeping every pod pair of ``C`` connected.
+
+    A pod pair whose requirements are scaled down must keep at least one circuit: the jobs'
+    flows between the two pods need one (LumosCore §4.2: the logical topology serves every
+    requirement of ``L``; sharing a circuit is contention, having none is no connectivity).
+    Every positive entry therefore keeps one circuit and only the rest is scaled:
+    ``C'_ij = 1 + floor((C_ij - 1) min(s_i, s_j))`` with
+    ``s_i = min(1, (k_spine - m_i) / sum_j (C_ij - 1))``, ``m_i`` the partners of spine ``i``
+    (row sum ``<= m_i + k_spine - m_i``). ``C`` unchanged when it fits.
+
+    A spine with more partners than ports (``m_i > k_spine``, rare) cannot keep them all in its
+    group: pairs are dropped one at a time, preferring pairs connected in another group, then
+    pairs whose other end is also over its ports, then the smallest requirement. A pod pair
+    left without a circuit in every group then gets one in a group with a port free at both
+    ends, or freeable there: a full spine gives up one circuit of a pair that keeps another
+    (a second circuit in that group or one in another group), so no pair is disconnected.
 
     Examples
     --------
     >>> feasible_demand([[[0, 3, 3], [3, 0, 0], [3, 0, 0]]], 4)[0].tolist()
     [[0, 2, 2], [2, 0, 0], [2, 0, 0]]
+    >>> feasible_demand([[[0, 1, 8], [1, 0, 0], [8, 0, 0]]], 8)[0].tolist()  # 0-1 kept
+    [[0, 1, 7], [1, 0, 0], [7, 0, 0]]
     """
     Cm = np.asarray(C, dtype=np.int64)
     rows = Cm.sum(axis=2)
     if (rows <= k_spine).all():
         return Cm
-    s = np.minimum(1.0, k_spine / np.maximum(rows, 1))
+    pos = Cm > 0
+    partners = pos.sum(axis=2)
+    extra = np.maximum(Cm - 1, 0)
+    extra_rows = extra.sum(axis=2)
+    budget = np.maximum(k_spine - partners, 0)
+    s = np.minimum(1.0, budget / np.maximum(extra_rows, 1))
     f = np.minimum(s[:, :, None], s[:, None, :])
-    return np.floor(Cm * f + 1e-9).astype(np.int64)
+    out = pos.astype(np.int64) + np.floor(extra * f + 1e-9).astype(np.int64)
+    # spines with more partners than ports: drop pairs (a short greedy over the overflow)
+    for h in np.flatnonzero((out.sum(axis=2) > k_spine).any(axis=1)):
+        D = out[h]
+        while True:
+            over = D.sum(axis=1) > k_spine
+            if not over.any():
+                break
+            i, j = np.nonzero((D > 0) & over[:, None])
+            elsewhere = (out[:, i, j] > 0).sum(axis=0) > 1
+            f_ = np.lexsort((Cm[h, i, j], ~over[j], ~elsewhere))[0]  # last key first
+            D[i[f_], j[f_]] = D[j[f_], i[f_]] = 0
+    # pod pairs left without any circuit: one in a group with a port free (or freeable) at
+    # both ends; passes until no pair gains one (a pass can free ports for an earlier pair)
+    progress = True
+    while progress:
+        progress = False
+        ii, jj = np.nonzero(np.triu(pos.any(axis=0) & ~(out > 0).any(axis=0), 1))
+        for i, j in zip(ii.tolist(), jj.tolist(), strict=True):
+            progress |= _connect(out, i, j, k_spine)
+    return out
+
+
+def _freeable(out: IntArray, h: int, x: int) -> int:
+    """A partner ``m`` of spine ``(x, h)`` whose circuit can go without disconnecting pods ``x``
+    and ``m`` (a second circuit in group ``h`` or a circuit in another group), else -1."""
+    row = out[h, x]
+    ok = (row >= 2) | ((row == 1) & ((out[:, x, :] > 0).sum(axis=0) > 1))
+    return int(np.argmax(np.where(ok, row, 0))) if ok.any() else -1
+
+
+def _connect(out: IntArray, i: int, j: int, k_spine: int) -> bool:
+    """Give pods ``i`` and ``j`` one circuit in the group with the most ports free at both ends,
+    freeing a port (:func:`_freeable`) at a full end when no group has both free. In place."""
+    slack = k_spine - out.sum(axis=2)
+    both = np.minimum(slack[:, i], slack[:, j])
+    order = np.lexsort((-np.maximum(slack[:, i], slack[:, j]), -both))
+    for h in order.tolist():
+        give = [(x, -1 if slack[h, x] > 0 else _freeable(out, h, x)) for x in (i, j)]
+        if any(slack[h, x] <= 0 and m < 0 for x, m in give):
+            continue
+        for x, m in give:
+            if m >= 0:
+                out[h, x, m] -= 1
+                out[h, m, x] -= 1
+        out[h, i, j] = out[h, j, i] = 1
+        return True
+    return False
 
 
 def reconfigure(

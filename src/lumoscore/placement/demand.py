@@ -4,10 +4,16 @@
   COO), from :func:`lumoscore.traffic.leaf_demand` on the placement's rank order (the research
   rule: ``+tp`` per leaf pair joined by a pipeline neighbour, ``+ceil(tp/2)`` per pair joined by
   a data-parallel ring neighbour). With rail-optimized wiring the same rule is applied per rail:
-  ``+1`` per rail-leaf pair and class. Each entry carries a sharing **cost** per link: the
+  ``+1`` per rail-leaf pair and class. Every other cross-pod leaf pair the job's flows use
+  (:func:`~lumoscore.traffic.iteration.iteration_flows` as the simulator routes them: expert
+  all-pairs traffic of an EP group that crosses pods, e.g. under ``relaxed`` placement, or a
+  non-ring DP collective) gets **one** link, so the admission gives every pod pair the job
+  talks over a circuit (connectivity; the rule's link counts are unchanged). Each entry
+  carries a sharing **cost** per link: the
   exposed share of one round of its cheapest class (pipeline: ``share_pp / (2 (pp - 1))``, data
   parallel: ``share_dp / pp``), in units of 1e-4, at least 1 -- pipeline flows are small, so
-  they are shared first.
+  they are shared first; connectivity links carry the largest of the job's class costs
+  (expert: ``share_ep``), so they are shared last.
 * :func:`share_paths` -- when ``L = L2 + L1`` gives some leaf more than ``K_leaf`` cross-pod
   links, let some of the new job's requirements share a link with another requirement of the
   same leaf pair (each pair keeps at least one link). Which ones is a min-cost flow: every
@@ -44,7 +50,7 @@ from lumoscore.decompose.flow import solve_bounded_flow
 from lumoscore.errors import ConfigError, SolverError
 from lumoscore.placement.state import ClusterState, DemandPart, Placement
 from lumoscore.traffic.demand import leaf_demand
-from lumoscore.traffic.iteration import rank_grid
+from lumoscore.traffic.iteration import iteration_flows, rank_grid
 from lumoscore.workload.job import Job
 
 __all__ = ["DEMAND_METHODS", "class_costs", "job_demand", "share_paths"]
@@ -75,6 +81,44 @@ def _pairs(a: IntArray, b: IntArray, per: int, n: int) -> IntArray:
     cross = a // per != b // per
     a, b = a[cross], b[cross]
     return np.unique(np.minimum(a, b) * n + np.maximum(a, b))
+
+
+def _flow_pairs(job: Job, placement: Placement, state: ClusterState) -> IntArray:
+    """Codes ``min(a, b) * leaves + max(a, b)`` of the cross-pod leaf pairs the job's flows
+    use (every round of :func:`~lumoscore.traffic.iteration.iteration_flows`, as the simulator
+    routes them: expert all-pairs included)."""
+    spec = state.spec
+    sched = iteration_flows(job, placement.gpus, spec, aggregate=True, key="gpu")
+    if not len(sched):
+        return np.zeros(0, np.int64)
+    src = np.concatenate([rd.flows.src for rd in sched]).astype(np.int64)
+    dst = np.concatenate([rd.flows.dst for rd in sched]).astype(np.int64)
+    return _pairs(state.leaf_of_gpu(src), state.leaf_of_gpu(dst), spec.leaves_per_pod, spec.leaves)
+
+
+def _cover_flows(
+    job: Job,
+    placement: Placement,
+    state: ClusterState,
+    r: IntArray,
+    c: IntArray,
+    val: IntArray,
+    cost: IntArray,
+) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """Add one link (connectivity) for every cross-pod leaf pair the job's flows use that the
+    rule's entries ``(r < c, val, cost)`` leave out, with the costliest class's sharing cost."""
+    n = state.spec.leaves
+    miss = np.setdiff1d(_flow_pairs(job, placement, state), r * n + c)
+    if not miss.size:
+        return r, c, val, cost
+    c_pp, c_dp = class_costs(job)
+    c_ep = max(1, round(1e4 * job.effective_shares.ep))
+    return (
+        np.concatenate([r, miss // n]),
+        np.concatenate([c, miss % n]),
+        np.concatenate([val, np.ones(miss.size, np.int64)]),
+        np.concatenate([cost, np.full(miss.size, max(c_pp, c_dp, c_ep), np.int64)]),
+    )
 
 
 def job_demand(
@@ -123,6 +167,8 @@ def job_demand(
         cost = np.where(np.isin(r * n + c, pp_pairs), c_pp, c_dp).astype(np.int64)
     keep = val > 0
     r, c, val, cost = r[keep], c[keep], val[keep], cost[keep]
+    if len(placement.pods) > 1:
+        r, c, val, cost = _cover_flows(job, placement, state, r, c, val, cost)
     return DemandPart(
         rows=np.concatenate([r, c]),
         cols=np.concatenate([c, r]),
