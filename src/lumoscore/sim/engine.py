@@ -51,7 +51,14 @@ from lumoscore.sim.events import EventQueue
 from lumoscore.sim.failures import FailureModel
 from lumoscore.sim.fluid import FluidSet
 from lumoscore.sim.placers import ServerPlacer
-from lumoscore.sim.plan import JobPlan, RoundPlan, build_plan, resolo, solo_progress
+from lumoscore.sim.plan import (
+    JobPlan,
+    RoundPlan,
+    build_plan,
+    probe_load,
+    resolo,
+    solo_progress,
+)
 from lumoscore.sim.queueing import blocking, check_policy, ordered
 from lumoscore.sim.results import SimResult
 from lumoscore.workload.job import Job
@@ -209,6 +216,9 @@ class Simulator:
         gpu_down = np.zeros(fab.gpus, dtype=bool)
         fm = self.failures
         rng = np.random.default_rng(self.seed)
+        # probing routing sees the flows running jobs send on each link
+        probe_bg = np.zeros(fab.n_links) if getattr(fab, "routing", None) == "probing" else None
+        probed: dict[int, NDArray[np.float64]] = {}
         queue_t: list[float] = []
         queue_len: list[int] = []
         stats = {
@@ -259,6 +269,8 @@ class Simulator:
 
         def free(run: _Run, now: float) -> None:
             """Give a job's links, GPUs and circuits back."""
+            if probe_bg is not None:
+                np.subtract(probe_bg, probed.pop(run.job.job_id), out=probe_bg)
             if not fab.isolating:
                 link_users[run.plan.links] -= 1
             del running[run.job.job_id]
@@ -500,7 +512,10 @@ class Simulator:
             change = fab.admit(job.job_id, gpus)
             change_fabric(change, now)
             t0 = time.perf_counter()
-            plan = build_plan(job, gpus, fab, eps=eps)
+            plan = build_plan(job, gpus, fab, eps=eps, link_load=probe_bg)
+            if probe_bg is not None:
+                probed[job.job_id] = probe_load(plan, fab.n_links)
+                np.add(probe_bg, probed[job.job_id], out=probe_bg)
             stats["plans_s"] += time.perf_counter() - t0
             i = index[job.job_id]
             solo_iter[i] = plan.iteration_s

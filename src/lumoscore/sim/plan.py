@@ -23,7 +23,7 @@ from lumoscore.sim.kernels import fluid_run
 from lumoscore.traffic import iteration_flows
 from lumoscore.workload.job import REFERENCE_PORT_GBPS, Job
 
-__all__ = ["JobPlan", "RoundPlan", "build_plan", "resolo", "solo_progress"]
+__all__ = ["JobPlan", "RoundPlan", "build_plan", "probe_load", "resolo", "solo_progress"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -128,8 +128,20 @@ def _solo_run(
     return float(t), glob[order], peak[order]
 
 
-def build_plan(job: Job, gpus: IntArray, fabric: Fabric, *, eps: float = 0.0) -> JobPlan:
-    """Route every round of one iteration of ``job`` placed on ``gpus`` (rank order)."""
+def build_plan(
+    job: Job,
+    gpus: IntArray,
+    fabric: Fabric,
+    *,
+    eps: float = 0.0,
+    link_load: FloatArray | None = None,
+) -> JobPlan:
+    """Route every round of one iteration of ``job`` placed on ``gpus`` (rank order).
+
+    ``link_load`` (fabrics with probing routing): flows other jobs send on each link; probing
+    then steers this job's flows around them (see :func:`probe_load`).
+    """
+    probing = link_load is not None and getattr(fabric, "routing", None) == "probing"
     # A job's bytes are fixed by its model: its ideal iteration time is at the reference port
     # speed. A fabric with slower ports takes longer; the contention level compares with
     # the contention-free time at the fabric's own port speed.
@@ -144,7 +156,10 @@ def build_plan(job: Job, gpus: IntArray, fabric: Fabric, *, eps: float = 0.0) ->
         src = np.asarray(f.src, dtype=np.int64)
         dst = np.asarray(f.dst, dtype=np.int64)
         keys = base_key + (r << 20) + np.arange(src.size, dtype=np.int64)
-        routes = fabric.routes(src, dst, keys, job_id=job.job_id)
+        if probing:
+            routes = fabric.routes(src, dst, keys, job_id=job.job_id, link_load=link_load)  # type: ignore[call-arg]
+        else:
+            routes = fabric.routes(src, dst, keys, job_id=job.job_id)
         weight = np.asarray(f.weight, dtype=float)
         size = np.asarray(f.bytes, dtype=float) * 8.0
         solo_s, links, peak = _solo_run(routes.indptr, routes.indices, weight, size, cap, eps)
@@ -167,6 +182,27 @@ def build_plan(job: Job, gpus: IntArray, fabric: Fabric, *, eps: float = 0.0) ->
     links = np.unique(np.concatenate(all_links)) if all_links else np.zeros(0, np.int64)
     iteration_s = float(sum(r.compute_s + r.solo_s for r in rounds))
     return JobPlan(int(job.job_id), tuple(rounds), links, iteration_s)
+
+
+def probe_load(plan: JobPlan, n_links: int) -> FloatArray:
+    """Flows the job sends on each link while it communicates: per link, the most flows any
+    of its rounds puts on it (what a probe of another job's flow would see).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rp = RoundPlan(np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([2.0, 1.0]),
+    ...                np.ones(2), 0.0, "x", 0.0, 0.0, np.array([0, 1]))
+    >>> probe_load(JobPlan(0, (rp,), np.array([0, 1]), 1.0), 3).tolist()
+    [2.0, 3.0, 0.0]
+    """
+    out = np.zeros(n_links)
+    for rp in plan.rounds:
+        per_link = np.bincount(
+            rp.indices, weights=np.repeat(rp.weight, np.diff(rp.indptr)), minlength=n_links
+        )
+        np.maximum(out, per_link, out=out)
+    return out
 
 
 def resolo(
