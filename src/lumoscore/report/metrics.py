@@ -63,6 +63,15 @@ _SUMMARY_NAMES = frozenset(
         "stability_groups",
         "queue_mean_waiting",
         "queue_max_waiting",
+        # run counters and per-run metrics of lumoscore.sim.results.summarize
+        "jct_std_equal_jobs_s",
+        "reconfigurations",
+        "failures",
+        "hard_failures",
+        "fragmentation_blocks",
+        "fragmented_jobs",
+        "restarts",
+        "lost_s",
     }
 )
 _SUMMARY_PATTERN = re.compile(r"^(mean|p\d+|max|min|std)_")
