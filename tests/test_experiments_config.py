@@ -101,9 +101,9 @@ def test_defaults_and_relative_trace_file(tmp_path: Path) -> None:
 def test_default_experiment() -> None:
     runs = expand(DEFAULT_EXPERIMENT)
     assert [r.arch for r in runs] == list(PRESETS)
-    assert {(r.gpus, r.trace.preset, r.trace.jobs, r.trace.beta_s, r.seed) for r in runs} == {
-        (4096, "lumoscore-paper", 1000, 2000.0, 1)
-    }
+    assert {
+        (r.gpus, r.trace.preset, r.trace.jobs, r.trace.beta_s, r.seed, r.eps) for r in runs
+    } == {(4096, "lumoscore-paper", 300, 2000.0, 1, 0.01)}
     path = Path(__file__).parents[1] / "examples" / "experiments" / "default.toml"
     assert load_experiment(path) == DEFAULT_EXPERIMENT
 
@@ -173,6 +173,7 @@ def test_every_run_field_is_sweepable(path: str) -> None:
         "trace.load_basis": ["sample", "expected"],
         "trace.file": None,
         "routing": ["ecmp", "source"],
+        "rail_optimized": [False, True],
         "queue": ["fifo", "edf"],
         "eps": [0.0, 0.1],
         "failures.rate_per_gpu_day": [0.0, 0.5],

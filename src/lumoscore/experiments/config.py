@@ -177,6 +177,11 @@ class RunConfig(BaseModel):
         The job trace.
     routing : str, optional
         Routing policy; ``None`` is the fabric's default.
+    rail_optimized : bool, optional
+        Rail-optimized intra-pod wiring (Clos fabrics only; LumosCore Fig. 24); ``None`` (the
+        default) is the fabric's plain wiring and marks the field as not applicable (like
+        ``routing`` for Best). The store key leaves it out while it is ``None``, so results
+        stored before the field existed keep their keys.
     queue : str
         Queue policy (:data:`~lumoscore.sim.queueing.QUEUE_POLICIES`).
     eps : float
@@ -199,6 +204,7 @@ class RunConfig(BaseModel):
     arch: str = "best"
     trace: TraceConfig = TraceConfig()
     routing: str | None = None
+    rail_optimized: bool | None = None
     queue: str = "fifo"
     eps: float = Field(0.0, ge=0, allow_inf_nan=False)
     failures: FailureConfig = FailureConfig()
@@ -220,9 +226,15 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _fabric_builds(self) -> RunConfig:
-        if self.routing is not None:
+        if self.routing is not None or self.rail_optimized is not None:
             try:
-                make_fabric(self.arch, self.gpus, routing=self.routing, seed=self.seed)
+                make_fabric(
+                    self.arch,
+                    self.gpus,
+                    routing=self.routing,
+                    seed=self.seed,
+                    rail_optimized=bool(self.rail_optimized),
+                )
             except ConfigError as exc:
                 raise ValueError(f"{exc} (arch {self.arch!r})") from None
         return self
@@ -579,8 +591,8 @@ DEFAULT_EXPERIMENT = ExperimentConfig(
     description="LumosCore §6.4: seven architectures at 4096 GPUs, lumoscore-paper workload",
     gpus=4096,
     architectures=list(PRESETS),
-    trace=ExperimentTrace(preset="lumoscore-paper", jobs=1000, beta_s=2000.0),
+    trace=ExperimentTrace(preset="lumoscore-paper", jobs=300, beta_s=2000.0),
     queue="fifo",
-    eps=0.0,
+    eps=0.01,
     seeds=[1],
 )
