@@ -622,4 +622,13 @@ class LumosCoreFabric(Fabric):
                 **self.stats,
             }
         )
+        # circuits of the whole OCS core: every OCS port of every group joins two pods
+        circuits = s.ocs_groups * s.k_spine * (s.pods // 2)
+        reconf = int(self.stats["reconfigurations"])
+        out["total_circuits"] = circuits
+        out["rewired_share"] = (
+            float(self.stats["rewired_circuits"]) / (reconf * circuits)
+            if reconf and circuits
+            else 0.0
+        )
         return out
