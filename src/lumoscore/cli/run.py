@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json
+from lumoscore.cli._common import JsonOption, emit_json, to_jsonable
 from lumoscore.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -49,7 +49,8 @@ def summarize_index(index: pd.DataFrame) -> pd.DataFrame:
     Columns: ``arch``, the config fields that vary between runs (``gpus``, ``trace.load``,
     ...), ``runs``, the mean over seeds of :data:`STAT_COLUMNS`, and ``slowdown_vs_best``: the
     mean over seeds of a run's mean JCT over the mean JCT of Best on the same trace (same
-    config but architecture and routing); NaN when Best is not in the index.
+    config but architecture, routing and rail-optimized wiring); NaN when Best is not in the
+    index.
 
     Examples
     --------
@@ -69,7 +70,7 @@ def summarize_index(index: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["arch", "runs", *STAT_COLUMNS, "slowdown_vs_best"])
     frame = index.copy()
     config = _config_columns(frame)
-    match_cols = [c for c in config if c not in ("key", "arch", "routing")]
+    match_cols = [c for c in config if c not in ("key", "arch", "routing", "rail_optimized")]
     match = _row_labels(frame, match_cols)
     is_best = (frame["arch"] == "best").to_numpy()
     jct = frame["mean_jct_s"].to_numpy(dtype=float)
@@ -128,7 +129,12 @@ def summary_rows_table(title: str, summary: pd.DataFrame) -> Table:
 
 
 def _override(
-    config: ExperimentConfig, *, out: Path | None, jobs: int | None, eps: float | None
+    config: ExperimentConfig,
+    *,
+    out: Path | None,
+    jobs: int | None,
+    eps: float | None,
+    gpus: list[int] | None = None,
 ) -> ExperimentConfig:
     from lumoscore.experiments.config import ExperimentConfig, format_validation_error
 
@@ -142,6 +148,8 @@ def _override(
     if eps is not None:
         doc["eps"] = eps
         sweep.pop("eps", None)
+    if gpus:
+        doc["gpus"] = list(gpus)
     doc["sweep"] = sweep
     import pydantic
 
@@ -201,9 +209,33 @@ def run(
         bool,
         typer.Option("--dry-run", help="List the runs (key, fields, stored or not); run nothing."),
     ] = False,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            "--preset",
+            help="Run a paper preset (`lumos presets` lists them) instead of an experiment file.",
+        ),
+    ] = None,
+    gpus: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--gpus",
+            min=8,
+            help="Override the cluster sizes (repeat for several; task presets: their scales).",
+        ),
+    ] = None,
+    quick: Annotated[
+        bool,
+        typer.Option("--quick", help="Task presets: a seconds-long smoke run at tiny scale."),
+    ] = False,
     json_out: JsonOption = False,
 ) -> None:
     """Run an experiment (every architecture x size x sweep value x seed) into a result store.
+
+    `--preset NAME` runs a paper preset instead (`lumos presets` lists them): a simulation
+    preset is a scaled-down sweep (`--jobs 1000 --eps 0` for the paper's scale), a task preset
+    (fig7, table6, sec6.6) writes its tables and figures into `--out` (default
+    results/NAME).
 
     Finished runs are kept: running the same command again (for example after Ctrl-C) runs
     only the missing ones. Prints a summary table (mean/p50/p99 of JRT, JWT, JCT and the JCT
@@ -216,19 +248,57 @@ def run(
 
     if scheduler is not None and dask_local is not None:
         raise ConfigError("give at most one of --scheduler and --dask-local")
-    config = DEFAULT_EXPERIMENT if file is None else load_experiment(file)
-    config = _override(config, out=out, jobs=jobs, eps=eps)
-    runs = expand(config)
-    out_dir = config.output_dir()
+    if preset is not None:
+        from lumoscore.experiments.presets import get_preset, preset_experiments, preset_runs
+
+        if file is not None:
+            raise ConfigError("give either an experiment FILE or --preset, not both")
+        paper = get_preset(preset)
+        if paper.kind == "task":
+            _run_task_preset(
+                paper,
+                out=out,
+                gpus=gpus,
+                quick=quick,
+                json_out=json_out,
+                ignored={
+                    "--jobs": jobs,
+                    "--eps": eps,
+                    "--dry-run": dry_run or None,
+                    "--scheduler": scheduler,
+                    "--dask-local": dask_local,
+                    "--workers": workers,
+                },
+            )
+            return
+        if quick:
+            raise ConfigError("--quick applies to task presets only; use --jobs and --gpus")
+        parts = preset_experiments(paper, jobs=jobs, eps=eps, gpus=gpus, out=out)
+        runs = preset_runs(parts)
+        name = paper.name
+        out_dir = parts[0].output_dir()
+        doc: dict[str, Any] = {
+            "name": paper.name,
+            "preset": paper.name,
+            "paper": paper.paper,
+            "description": paper.description,
+            "parts": [part.model_dump(mode="json") for part in parts],
+        }
+    else:
+        if quick:
+            raise ConfigError("--quick applies to task presets (--preset) only")
+        config = DEFAULT_EXPERIMENT if file is None else load_experiment(file)
+        config = _override(config, out=out, jobs=jobs, eps=eps, gpus=gpus)
+        runs = expand(config)
+        name = config.name
+        out_dir = config.output_dir()
+        doc = config.model_dump(mode="json")
     store = ResultStore(out_dir)
     if dry_run:
-        _list_runs(config.name, runs, store, json_out=json_out)
+        _list_runs(name, runs, store, json_out=json_out)
         return
     out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(
-        out_dir / "experiment.json",
-        json.dumps(config.model_dump(mode="json"), indent=2, allow_nan=True) + "\n",
-    )
+    atomic_write_text(out_dir / "experiment.json", json.dumps(doc, indent=2, allow_nan=True) + "\n")
     err = Console(stderr=True)
     executor = "dask" if (scheduler or dask_local) else "local"
     try:
@@ -256,14 +326,14 @@ def run(
     if json_out:
         emit_json(
             {
-                "experiment": config.name,
+                "experiment": name,
                 "output": str(out_dir),
                 "report": None if report_path is None else str(report_path),
                 "runs": _records(index),
             }
         )
         return
-    title = f"{config.name}: {len(runs)} runs"
+    title = f"{name}: {len(runs)} runs"
     console = Console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 160))
@@ -303,6 +373,59 @@ def _list_runs(name: str, runs: list[Any], store: Any, *, json_out: bool) -> Non
     console.print(table)
     missing = sum(not r["stored"] for r in rows)
     console.print(f"{missing} of {len(rows)} runs to simulate")
+
+
+def _run_task_preset(
+    paper: Any,
+    *,
+    out: Path | None,
+    gpus: list[int] | None,
+    quick: bool,
+    json_out: bool,
+    ignored: dict[str, Any],
+) -> None:
+    """Run a task preset (``lumos run --preset fig7|table6|sec6.6``) and list its files."""
+    from lumoscore.experiments.presets import run_task
+
+    given = [flag for flag, value in ignored.items() if value is not None]
+    if given:
+        raise ConfigError(
+            f"{', '.join(given)}: not used by task preset {paper.name!r}; "
+            "allowed: --out, --gpus, --quick, --json"
+        )
+    out_dir = out if out is not None else Path("results") / paper.name
+    result = run_task(paper, out_dir, gpus=gpus or None, quick=quick)
+    if json_out:
+        emit_json(
+            {
+                "preset": paper.name,
+                "paper": paper.paper,
+                "output": str(out_dir),
+                "files": [str(p) for p in result.files],
+                "rows": to_jsonable(list(result.rows)),
+            }
+        )
+        return
+    console = Console()
+    if result.rows and paper.name != "fig7":
+        table = Table(title=f"{paper.name} ({paper.paper}): {paper.title}")
+        cols = list(result.rows[0])
+        for col in cols:
+            table.add_column(
+                col, justify="left" if col in ("strategy", "solver", "status") else "right"
+            )
+        for row in result.rows:
+            table.add_row(*(_fmt_cell(row[c]) for c in cols))
+        console.print(table)
+    console.print(f"{paper.name} ({paper.paper}): wrote {len(result.files)} files in {out_dir}/")
+    for p in result.files:
+        console.print(f"  {p.name}")
+
+
+def _fmt_cell(value: Any) -> str:
+    if isinstance(value, float):
+        return "-" if not math.isfinite(value) else f"{value:.4g}"
+    return str(value)
 
 
 def _write_report(out_dir: Path) -> Path | None:

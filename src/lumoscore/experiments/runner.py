@@ -114,7 +114,13 @@ def run_one(run_config: RunConfig, progress: Callable[[int, int], None] | None =
     from lumoscore.workload import generate_trace, read_trace
 
     cfg = run_config
-    fabric = make_fabric(cfg.arch, cfg.gpus, routing=cfg.routing, seed=cfg.seed)
+    fabric = make_fabric(
+        cfg.arch,
+        cfg.gpus,
+        routing=cfg.routing,
+        seed=cfg.seed,
+        rail_optimized=bool(cfg.rail_optimized),
+    )
     t = cfg.trace
     if t.file is not None:
         trace = read_trace(t.file)

@@ -1,0 +1,821 @@
+"""Paper presets: the LumosCore paper's figures and tables as named, runnable experiments.
+
+:data:`PAPER_PRESETS` maps a preset name (``lumos run --preset NAME``; ``lumos presets``
+lists them) to a :class:`PaperPreset` of one of two kinds:
+
+* ``simulation``: one or more :class:`~lumoscore.experiments.config.ExperimentConfig` parts
+  whose runs go into one result store (the sweep machinery of ``lumos run`` and the report of
+  :mod:`lumoscore.report`, which detects the swept parameter and draws the paper's plot).
+  Presets with several parts sweep a parameter whose values differ between architectures
+  (Fig. 25: ``probing`` for Clos, ``planned`` for LumosCore; Fig. 24: rail-optimized wiring
+  exists for Clos only). Defaults are scaled down (fewer jobs, ``eps = 0.01``) so that each
+  preset runs in minutes on two cores; ``--jobs 1000 --eps 0`` gives the paper's scale.
+* ``task``: a function that computes a table and a figure outside the simulator and writes
+  CSV, Markdown, PNG and SVG files (each atomically) into an output folder:
+  :func:`run_fig7` (maximum cluster size, Fig. 7), :func:`run_table6` (rewired OCS links per
+  reconfiguration, Table 6) and :func:`run_sec66` (OCS configuration solve time against
+  scale, §6.6).
+
+Examples
+--------
+>>> get_preset("fig8c").paper
+'Fig. 8(c)'
+>>> sorted({p.kind for p in PAPER_PRESETS.values()})
+['simulation', 'task']
+>>> [len(expand(part)) for part in preset_experiments(get_preset("fig8ab"), jobs=5)]
+[7]
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pydantic
+
+from lumoscore.errors import ConfigError
+from lumoscore.experiments.config import (
+    ExperimentConfig,
+    RunConfig,
+    expand,
+    format_validation_error,
+)
+from lumoscore.fabric.presets import LUMOSCORE_PRESETS, PRESETS
+from lumoscore.fileio import atomic_write, atomic_write_text
+
+__all__ = [
+    "PAPER_PRESETS",
+    "PaperPreset",
+    "TaskOutput",
+    "get_preset",
+    "preset_experiments",
+    "preset_runs",
+    "run_fig7",
+    "run_sec66",
+    "run_table6",
+    "run_task",
+]
+
+PresetKind = Literal["simulation", "task"]
+
+#: Clos architectures of the paper's comparison (rail-optimized wiring and probing routing
+#: apply to these only).
+CLOS_ARCHS: tuple[str, ...] = tuple(a for a in PRESETS if a.startswith("clos-"))
+#: Default scale of the simulation presets (the paper: 1000 jobs, exact max-min rates);
+#: presets with many runs (sweeps of four or five values) use :data:`SWEEP_JOBS`.
+DEFAULT_JOBS = 200
+SWEEP_JOBS = 100
+DEFAULT_EPS = 0.01
+#: Mean inter-arrival time of the paper workload (as :data:`DEFAULT_EXPERIMENT`).
+PAPER_BETA_S = 2000.0
+#: LumosCore preset whose cluster shape the OCS task presets use (pods of 128 GPUs,
+#: 8 OCS groups of 16-port spines).
+TOE_ARCH = "lumoscore-51.2T-tau2"
+
+
+@dataclass(frozen=True)
+class TaskOutput:
+    """What a task preset wrote: the files and the table rows."""
+
+    files: tuple[Path, ...]
+    rows: tuple[dict[str, Any], ...]
+
+
+TaskFn = Callable[..., TaskOutput]
+
+
+@dataclass(frozen=True)
+class PaperPreset:
+    """One paper figure or table.
+
+    Attributes
+    ----------
+    name : str
+        Preset name (``lumos run --preset NAME``).
+    title : str
+        One-line description.
+    paper : str
+        Figure/table/section of the LumosCore paper.
+    description : str
+        What it runs, its default scale and the full-scale command; deviations from the paper.
+    kind : {"simulation", "task"}
+        A sweep of simulations or a task function.
+    experiments : tuple of ExperimentConfig
+        ``simulation``: the parts whose runs share one result store.
+    task : callable, optional
+        ``task``: ``task(out_dir, **options) -> TaskOutput``.
+    tiny : dict
+        ``task``: options of a seconds-long smoke run (tests, ``--quick``).
+    full_command : str
+        The command that runs it at the paper's scale.
+    """
+
+    name: str
+    title: str
+    paper: str
+    description: str
+    kind: PresetKind
+    experiments: tuple[ExperimentConfig, ...] = ()
+    task: TaskFn | None = None
+    tiny: Mapping[str, Any] = field(default_factory=dict)
+    full_command: str = ""
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready description (``lumos presets --json``).
+
+        Examples
+        --------
+        >>> get_preset("fig7").summary()["kind"]
+        'task'
+        """
+        out: dict[str, Any] = {
+            "name": self.name,
+            "paper": self.paper,
+            "kind": self.kind,
+            "title": self.title,
+            "description": self.description,
+            "full_command": self.full_command,
+        }
+        if self.kind == "simulation":
+            runs = [r for part in self.experiments for r in expand(part)]
+            out["runs"] = len(runs)
+            out["jobs"] = sorted({r.trace.jobs for r in runs})
+            out["eps"] = sorted({r.eps for r in runs})
+            out["gpus"] = sorted({r.gpus for r in runs})
+        return out
+
+
+# -- simulation presets ------------------------------------------------------------------------
+
+
+def _experiment(
+    name: str, description: str, *, jobs: int = DEFAULT_JOBS, **fields: Any
+) -> ExperimentConfig:
+    doc: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "gpus": 4096,
+        "architectures": list(PRESETS),
+        "trace": {"preset": "lumoscore-paper", "jobs": jobs, "beta_s": PAPER_BETA_S},
+        "eps": DEFAULT_EPS,
+        "seeds": [1],
+    }
+    doc.update(fields)
+    return ExperimentConfig.model_validate(doc)
+
+
+_FULL = "lumos run --preset {name} --jobs 1000 --eps 0"
+
+
+def _scale_text(jobs: int) -> str:
+    return (
+        f"Default: {jobs} jobs of the lumoscore-paper workload, eps = {DEFAULT_EPS:g} (within "
+        "about 1e-5 of exact max-min rates), seed 1; the paper: 1000 jobs, exact rates "
+        "(`--jobs 1000 --eps 0`)."
+    )
+
+
+def _sim(
+    name: str, paper: str, title: str, text: str, parts: Sequence[ExperimentConfig]
+) -> PaperPreset:
+    jobs = parts[0].trace.jobs
+    return PaperPreset(
+        name=name,
+        title=title,
+        paper=paper,
+        description=f"{text} {_scale_text(jobs if isinstance(jobs, int) else jobs[0])}",
+        kind="simulation",
+        experiments=tuple(parts),
+        full_command=_FULL.format(name=name),
+    )
+
+
+def _simulation_presets() -> list[PaperPreset]:
+    fig8ab = _sim(
+        "fig8ab",
+        "Fig. 8(a)(b)",
+        "CDFs of per-job JRT slowdown and JWT slowdown against Best, 4096 GPUs",
+        "The seven architectures (Best, three Clos, three LumosCore) at 4096 GPUs; the report "
+        "draws the CDF of (JRT - JRT_Best) / JRT_Best and of JWT - JWT_Best per job.",
+        [_experiment("fig8ab", "LumosCore Fig. 8(a)(b): seven architectures at 4096 GPUs")],
+    )
+    fig8c = _sim(
+        "fig8c",
+        "Fig. 8(c)",
+        "Mean JCT against cluster size (2k-16k GPUs)",
+        "The seven architectures at 2048, 4096, 8192 and 16384 GPUs (Clos port speeds fall "
+        "with size, LumosCore keeps 1.6 Tb/s); the report draws mean JCT against GPUs. Slowest "
+        "preset (16k-GPU runs); `--gpus 2048 --gpus 4096` runs a subset.",
+        [
+            _experiment(
+                "fig8c",
+                "LumosCore Fig. 8(c): mean JCT against cluster size",
+                jobs=SWEEP_JOBS,
+                gpus=[2048, 4096, 8192, 16384],
+            )
+        ],
+    )
+    fig8d = _sim(
+        "fig8d",
+        "Fig. 8(d)",
+        "GPU-failure tolerance: mean JCT against the failure rate, 4096 GPUs",
+        "GPU failures (soft/hard, 30% hard, repair 10 min / 4 h, hourly checkpoints, 5 min "
+        "restart) at 0, 0.0005, 0.002 and 0.005 failures per GPU-day; the paper does not give "
+        "its rates, these are realistic ones (rates above ~0.01 make large jobs restart for a "
+        "very long simulated time).",
+        [
+            _experiment(
+                "fig8d",
+                "LumosCore Fig. 8(d): GPU failure rates at 4096 GPUs",
+                jobs=SWEEP_JOBS,
+                sweep={"failures.rate_per_gpu_day": [0.0, 0.0005, 0.002, 0.005]},
+            )
+        ],
+    )
+    fig8e = _sim(
+        "fig8e",
+        "Fig. 8(e)",
+        "Distribution of the per-job contention level (Eq. 10), 4096 GPUs",
+        "The runs of fig8ab (same keys: `--out` pointing at a fig8ab store reuses them); the "
+        "report draws the CDF over jobs of the contention level, actual over contention-free "
+        "communication time (the paper shows a histogram of ratio bins).",
+        [_experiment("fig8e", "LumosCore Fig. 8(e): contention levels at 4096 GPUs")],
+    )
+    fig23 = _sim(
+        "fig23",
+        "Fig. 23",
+        "Mean JCT against the workload level (Eq. 9), 4096 GPUs",
+        "Workload levels 0.4, 0.55, 0.655 (the paper's default), 0.8 and 1.0 set through "
+        "trace.load (arrival rate from Eq. 9 on the sampled trace) instead of beta_s.",
+        [
+            _experiment(
+                "fig23",
+                "LumosCore Fig. 23: workload levels at 4096 GPUs",
+                jobs=SWEEP_JOBS,
+                trace={"preset": "lumoscore-paper", "jobs": SWEEP_JOBS},
+                sweep={"trace.load": [0.4, 0.55, 0.655, 0.8, 1.0]},
+            )
+        ],
+    )
+    fig24 = _sim(
+        "fig24",
+        "Fig. 24",
+        "Rail-optimized intra-pod wiring against plain Clos pods, 4096 GPUs",
+        "The three Clos architectures with and without rail-optimized pods (GPU i of every "
+        "server on rail leaf i); Best and the LumosCore presets once, as references. Not "
+        "faithful: the LumosCore fabric has no rail-optimized variant, so the paper's "
+        "rail-optimized LumosCore (25.6T, tau=1) is not simulated.",
+        [
+            _experiment(
+                "fig24",
+                "LumosCore Fig. 24: rail-optimized Clos pods at 4096 GPUs",
+                architectures=list(CLOS_ARCHS),
+                sweep={"rail_optimized": [False, True]},
+            ),
+            _experiment(
+                "fig24",
+                "LumosCore Fig. 24: references",
+                architectures=["best", *LUMOSCORE_PRESETS],
+            ),
+        ],
+    )
+    fig25 = _sim(
+        "fig25",
+        "Fig. 25",
+        "Routing algorithms (ECMP, probing/planned, contention-free), 4096 GPUs",
+        "Clos with ecmp, probing (ACCL-style, the paper's default) and ideal (contention-free); "
+        "LumosCore with ecmp, planned (routes of the logical topology) and ideal; Best once. "
+        "LumosCore has no `probing` mode: its planned routing is the counterpart.",
+        [
+            _experiment(
+                "fig25",
+                "LumosCore Fig. 25: Clos routing",
+                jobs=SWEEP_JOBS,
+                architectures=list(CLOS_ARCHS),
+                sweep={"routing": ["ecmp", "probing", "ideal"]},
+            ),
+            _experiment(
+                "fig25",
+                "LumosCore Fig. 25: LumosCore routing",
+                jobs=SWEEP_JOBS,
+                architectures=list(LUMOSCORE_PRESETS),
+                sweep={"routing": ["ecmp", "planned", "ideal"]},
+            ),
+            _experiment(
+                "fig25", "LumosCore Fig. 25: Best", jobs=SWEEP_JOBS, architectures=["best"]
+            ),
+        ],
+    )
+    return [fig8ab, fig8c, fig8d, fig8e, fig23, fig24, fig25]
+
+
+def preset_experiments(
+    preset: PaperPreset,
+    *,
+    jobs: int | None = None,
+    eps: float | None = None,
+    gpus: Sequence[int] | None = None,
+    out: str | Path | None = None,
+) -> list[ExperimentConfig]:
+    """The parts of a simulation preset with the overrides applied.
+
+    ``jobs``/``eps`` replace the job count and eps, ``gpus`` the cluster sizes, ``out`` the
+    output folder (default ``results/<preset>``) of every part.
+
+    Raises
+    ------
+    ConfigError
+        A task preset, or an override that makes a run invalid (names the field).
+
+    Examples
+    --------
+    >>> parts = preset_experiments(get_preset("fig8c"), jobs=5, gpus=[512])
+    >>> parts[0].gpus, parts[0].trace.jobs, parts[0].output
+    ([512], 5, 'results/fig8c')
+    """
+    if preset.kind != "simulation":
+        raise ConfigError(f"preset {preset.name!r} is a task preset, not a simulation")
+    output = str(out) if out is not None else str(Path("results") / preset.name)
+    parts = []
+    for part in preset.experiments:
+        doc = part.model_dump(exclude_none=True)
+        doc["output"] = output
+        if jobs is not None:
+            doc["trace"]["jobs"] = jobs
+        if eps is not None:
+            doc["eps"] = eps
+        if gpus is not None:
+            if not gpus:
+                raise ConfigError("gpus: an empty list; give at least one cluster size")
+            doc["gpus"] = list(gpus)
+        try:
+            config = ExperimentConfig.model_validate(doc)
+            expand(config)
+        except pydantic.ValidationError as exc:
+            raise ConfigError(f"preset {preset.name}: {format_validation_error(exc)}") from None
+        except ConfigError as exc:
+            raise ConfigError(f"preset {preset.name}: {exc}") from None
+        parts.append(config)
+    return parts
+
+
+def preset_runs(parts: Sequence[ExperimentConfig]) -> list[RunConfig]:
+    """Every run of the parts, in order, each once.
+
+    Examples
+    --------
+    >>> runs = preset_runs(preset_experiments(get_preset("fig25"), jobs=5))
+    >>> sorted({str(r.routing) for r in runs})
+    ['None', 'ecmp', 'ideal', 'planned', 'probing']
+    """
+    seen: dict[str, RunConfig] = {}
+    for part in parts:
+        for run in expand(part):
+            seen.setdefault(run.model_dump_json(), run)
+    return list(seen.values())
+
+
+# -- task presets ------------------------------------------------------------------------------
+
+
+def _write_table(out_dir: Path, stem: str, rows: Sequence[Mapping[str, Any]]) -> list[Path]:
+    """``<stem>.csv`` and ``<stem>.md`` of ``rows`` (atomically)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(list(rows))
+    csv = atomic_write_text(out_dir / f"{stem}.csv", frame.to_csv(index=False))
+
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return "-" if not np.isfinite(v) else f"{v:.4g}"
+        return "-" if v is None else str(v)
+
+    lines = [
+        "| " + " | ".join(frame.columns) + " |",
+        "| " + " | ".join("---" for _ in frame.columns) + " |",
+        *("| " + " | ".join(cell(v) for v in r) + " |" for r in frame.itertuples(index=False)),
+    ]
+    md = atomic_write_text(out_dir / f"{stem}.md", "\n".join(lines) + "\n")
+    return [csv, md]
+
+
+def _save_figure(fig: Any, out_dir: Path, stem: str) -> list[Path]:
+    """``<stem>.png`` and ``<stem>.svg`` of a matplotlib figure (atomically)."""
+    paths = []
+    for fmt in ("png", "svg"):
+        meta = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
+        paths.append(
+            atomic_write(
+                out_dir / f"{stem}.{fmt}",
+                lambda tmp, fmt=fmt, meta=meta: fig.savefig(
+                    tmp, format=fmt, dpi=150, metadata=meta
+                ),
+            )
+        )
+    return paths
+
+
+def _new_figure(width_in: float = 6.0, height_in: float = 3.8) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width_in, height_in), layout="constrained")
+
+
+def run_fig7(
+    out_dir: str | Path,
+    *,
+    chips_tbps: Sequence[float] | None = None,
+    port_speeds_gbps: Sequence[float] | None = None,
+) -> TaskOutput:
+    """Fig. 7: maximum cluster size of Clos and LumosCore against the per-port speed.
+
+    Writes ``fig7.csv``/``fig7.md`` (the sizing table of
+    :func:`lumoscore.hardware.sizing_table`) and ``fig7.png``/``fig7.svg`` (the chart of
+    ``lumos scale --plot``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = run_fig7(tempfile.mkdtemp(), chips_tbps=[51.2], port_speeds_gbps=[400, 800])
+    >>> sorted(p.name for p in out.files)
+    ['fig7.csv', 'fig7.md', 'fig7.png', 'fig7.svg']
+    """
+    from dataclasses import asdict
+
+    from lumoscore.hardware import DEFAULT_CHIPS_TBPS, DEFAULT_PORT_SPEEDS_GBPS, sizing_table
+    from lumoscore.hardware.plot import plot_scalability
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = sizing_table(
+        list(chips_tbps or DEFAULT_CHIPS_TBPS), list(port_speeds_gbps or DEFAULT_PORT_SPEEDS_GBPS)
+    )
+    records = [asdict(r) for r in rows]
+    files = _write_table(out, "fig7", records)
+    files += [plot_scalability(rows, out / f"fig7.{fmt}") for fmt in ("png", "svg")]
+    return TaskOutput(tuple(files), tuple(records))
+
+
+def _toe_setup(gpus: int, arch: str) -> tuple[Any, Any]:
+    """The cluster spec of LumosCore preset ``arch`` at ``gpus`` and its cross wiring."""
+    from lumoscore.fabric.presets import make_fabric
+    from lumoscore.topology import build_wiring
+
+    spec = make_fabric(arch, gpus).spec  # type: ignore[attr-defined]
+    return spec, build_wiring(spec, "cross")
+
+
+def _demand_sequence(
+    spec: Any, count: int, rng: np.random.Generator, *, fill: float, change: float
+) -> list[np.ndarray]:
+    """``count`` successive ``(H, P, P)`` logical topologies, each ``change`` away from the
+    previous one in every OCS group."""
+    from lumoscore.toe import random_demand
+
+    groups = spec.k_leaf // spec.tau
+    cur = np.stack([random_demand(spec.pods, spec.k_spine, rng, fill=fill) for _ in range(groups)])
+    out = [cur]
+    for _ in range(count - 1):
+        cur = np.stack(
+            [random_demand(spec.pods, spec.k_spine, rng, previous=d, change=change) for d in cur]
+        )
+        out.append(cur)
+    return out
+
+
+#: Strategies of Table 6: LumosCore's min-rewiring merge-decomposition, the exact
+#: MinRewiring ILP (CP-SAT), and a decomposition that ignores the current configuration.
+TABLE6_SOLVERS: tuple[tuple[str, str], ...] = (
+    ("LumosCore (mdmcf)", "mdmcf"),
+    ("MinRewiring ILP (CP-SAT)", "ilp"),
+    ("not rewiring-aware (mcf)", "mcf"),
+)
+
+
+def run_table6(
+    out_dir: str | Path,
+    *,
+    scales_gpus: Sequence[int] = (2048, 4096, 8192, 16384),
+    reconfigurations: int = 3,
+    change: float = 0.02,
+    fill: float = 0.8,
+    iota: float = 0.25,
+    ilp_max_gpus: int = 2048,
+    ilp_time_limit_s: float = 10.0,
+    arch: str = TOE_ARCH,
+    seed: int = 1,
+) -> TaskOutput:
+    """Table 6: share of OCS links rewired per reconfiguration, against cluster size.
+
+    For each scale, the cluster of LumosCore preset ``arch`` (cross wiring) goes through
+    ``reconfigurations`` successive logical topologies, each with about ``change`` of the
+    links of every OCS group moved (:func:`lumoscore.toe.random_demand`, degree-preserving
+    swaps), starting from ``fill`` of the ports in use. Each strategy reconfigures from its
+    own previous configuration; the table gives the mean share of circuits rewired, the mean
+    share of demand links that changed (a floor for any strategy), the mean MRAR and, for
+    LumosCore, the mean number of stages of the staged reconfiguration (Appendix A.8, at most
+    ``iota`` of a pod's paths down per stage). The ILP runs only up to ``ilp_max_gpus``.
+    Writes ``table6.csv``/``table6.md`` and ``table6.png``/``table6.svg``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = run_table6(tempfile.mkdtemp(), scales_gpus=[512], reconfigurations=1,
+    ...                  ilp_max_gpus=0)
+    >>> [r["strategy"] for r in out.rows]
+    ['LumosCore (mdmcf)', 'not rewiring-aware (mcf)']
+    """
+    from lumoscore.toe import circuit_loss, configure, evaluate, staged_plan
+
+    if reconfigurations < 1:
+        raise ConfigError(f"reconfigurations: at least 1, got {reconfigurations}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    rows: list[dict[str, Any]] = []
+    for gpus in scales_gpus:
+        spec, wiring = _toe_setup(gpus, arch)
+        groups = spec.k_leaf // spec.tau
+        demands = _demand_sequence(spec, reconfigurations + 1, rng, fill=fill, change=change)
+        moved = [
+            float(np.maximum(b - a, 0).sum() / max(b.sum(), 1))
+            for a, b in itertools.pairwise(demands)
+        ]
+        first = configure(demands[0], wiring).circuits
+        for label, solver in TABLE6_SOLVERS:
+            if solver == "ilp" and gpus > ilp_max_gpus:
+                continue
+            cur = first
+            shares, mrars, stages, statuses = [], [], [], []
+            for d in demands[1:]:
+                res = configure(
+                    d, wiring, current=cur, solver=solver, time_limit_s=ilp_time_limit_s
+                )
+                m = evaluate(res.circuits, d, current=cur)
+                shares.append(m.rewired_share)
+                mrars.append(m.mrar)
+                statuses.append(res.status)
+                if solver == "mdmcf":
+                    loss, total = circuit_loss(cur, res.circuits, groups, spec.pods)
+                    if loss.any():
+                        stages.append(len(staged_plan(loss, total, iota).stages))
+                    else:
+                        stages.append(0)
+                cur = res.circuits
+            rows.append(
+                {
+                    "gpus": int(gpus),
+                    "strategy": label,
+                    "solver": solver,
+                    "reconfigurations": reconfigurations,
+                    "demand_changed_pct": 100 * float(np.mean(moved)),
+                    "rewired_links_pct": 100 * float(np.mean(shares)),
+                    "mrar": float(np.mean(mrars)),
+                    "stages": float(np.mean(stages)) if stages else float("nan"),
+                    "status": ",".join(sorted(set(statuses))),
+                }
+            )
+    files = _write_table(out, "table6", rows)
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    for label, solver in TABLE6_SOLVERS:
+        pts = [(r["gpus"], r["rewired_links_pct"]) for r in rows if r["solver"] == solver]
+        if pts:
+            xs, ys = zip(*pts, strict=True)
+            ax.plot(xs, ys, marker="o", label=label)
+    floor = sorted({(r["gpus"], r["demand_changed_pct"]) for r in rows})
+    if floor:
+        xs, ys = zip(*floor, strict=True)
+        ax.plot(xs, ys, ls="--", color="grey", label="demand links changed")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("cluster size (GPUs)")
+    ax.set_ylabel("circuits rewired per reconfiguration (%)")
+    ax.set_title(f"Table 6: rewired OCS links ({arch}, change {change:g})")
+    ax.legend(fontsize=8)
+    files += _save_figure(fig, out, "table6")
+    return TaskOutput(tuple(files), tuple(rows))
+
+
+def run_sec66(
+    out_dir: str | Path,
+    *,
+    scales_gpus: Sequence[int] = (2048, 4096, 8192, 16384, 32768),
+    reconfigurations: int = 2,
+    change: float = 0.05,
+    fill: float = 0.8,
+    ilp_max_gpus: int = 8192,
+    ilp_time_limit_s: float = 15.0,
+    arch: str = TOE_ARCH,
+    seed: int = 1,
+) -> TaskOutput:
+    """§6.6: OCS configuration solve time against scale, LumosCore (mdmcf) vs the ILP.
+
+    At each scale the cluster of ``arch`` is reconfigured ``reconfigurations`` times
+    (logical topologies as in :func:`run_table6`); the table gives the median and largest
+    wall-clock time of a whole-cluster reconfiguration for ``mdmcf`` and for the CP-SAT
+    MinRewiring ILP (up to ``ilp_max_gpus``, under ``ilp_time_limit_s`` per call; a call that
+    hits the limit is marked ``timeout``), and the MRAR each achieves. Times are wall clock
+    on a possibly shared machine. Writes ``sec6.6.csv``/``.md`` and ``sec6.6.png``/``.svg``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = run_sec66(tempfile.mkdtemp(), scales_gpus=[512], reconfigurations=1,
+    ...                 ilp_time_limit_s=5)
+    >>> [r["solver"] for r in out.rows]
+    ['mdmcf', 'ilp']
+    """
+    from lumoscore.toe import configure, evaluate
+
+    if reconfigurations < 1:
+        raise ConfigError(f"reconfigurations: at least 1, got {reconfigurations}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    rows: list[dict[str, Any]] = []
+    for gpus in scales_gpus:
+        spec, wiring = _toe_setup(gpus, arch)
+        demands = _demand_sequence(spec, reconfigurations + 1, rng, fill=fill, change=change)
+        first = configure(demands[0], wiring).circuits
+        for solver in ("mdmcf", "ilp"):
+            if solver == "ilp" and gpus > ilp_max_gpus:
+                continue
+            cur = first
+            times, mrars, statuses = [], [], []
+            for d in demands[1:]:
+                t0 = time.perf_counter()
+                res = configure(
+                    d, wiring, current=cur, solver=solver, time_limit_s=ilp_time_limit_s
+                )
+                times.append(time.perf_counter() - t0)
+                mrars.append(evaluate(res.circuits, d, current=cur).mrar)
+                statuses.append(res.status)
+                cur = res.circuits
+            rows.append(
+                {
+                    "gpus": int(gpus),
+                    "pods": int(spec.pods),
+                    "solver": solver,
+                    "reconfigurations": reconfigurations,
+                    "time_median_s": float(np.median(times)),
+                    "time_max_s": float(np.max(times)),
+                    "mrar": float(np.mean(mrars)),
+                    "status": ",".join(sorted(set(statuses))),
+                    "time_limit_s": ilp_time_limit_s if solver == "ilp" else float("nan"),
+                }
+            )
+    files = _write_table(out, "sec6.6", rows)
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    names = {"mdmcf": "LumosCore (mdmcf)", "ilp": "MinRewiring ILP (CP-SAT)"}
+    for solver, label in names.items():
+        pts = [r for r in rows if r["solver"] == solver]
+        if not pts:
+            continue
+        xs = [r["gpus"] for r in pts]
+        ax.plot(xs, [r["time_median_s"] for r in pts], marker="o", label=label)
+        hit = [r for r in pts if "timeout" in r["status"] or "fallback" in r["status"]]
+        if hit:
+            ax.scatter(
+                [r["gpus"] for r in hit],
+                [r["time_median_s"] for r in hit],
+                marker="x",
+                s=60,
+                color="black",
+                zorder=3,
+                label=f"time limit ({ilp_time_limit_s:g} s) hit",
+            )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("cluster size (GPUs)")
+    ax.set_ylabel("solve time per reconfiguration (s)")
+    ax.set_title(f"§6.6: OCS configuration time ({arch})")
+    ax.legend(fontsize=8)
+    files += _save_figure(fig, out, "sec6.6")
+    return TaskOutput(tuple(files), tuple(rows))
+
+
+def _task_presets() -> list[PaperPreset]:
+    return [
+        PaperPreset(
+            name="fig7",
+            title="Maximum cluster size against per-port speed (Clos vs LumosCore)",
+            paper="Fig. 7",
+            description=(
+                "The sizing formulas of lumoscore.hardware for 25.6T and 51.2T chips at the "
+                "standard port speeds (as `lumos scale --plot`): 2/3/4-tier Clos, 3-tier Clos "
+                "15:1, LumosCore tau=1/2 with 512-port OCSes. Closed forms: runs in about a "
+                "second; default scale = paper scale."
+            ),
+            kind="task",
+            task=run_fig7,
+            tiny={"chips_tbps": [51.2], "port_speeds_gbps": [400.0, 800.0]},
+            full_command="lumos run --preset fig7",
+        ),
+        PaperPreset(
+            name="table6",
+            title="Share of OCS links rewired per reconfiguration against cluster size",
+            paper="Table 6",
+            description=(
+                f"{TOE_ARCH} clusters (cross wiring) of 2k-16k GPUs, 3 successive logical "
+                "topologies each ~2% away from the last, 80% of the ports in use: rewired "
+                "circuits of LumosCore's min-rewiring mdmcf, of the CP-SAT MinRewiring ILP "
+                "(2k only, 10 s limit) and of a decomposition that ignores the current "
+                "circuits, plus staged-reconfiguration stages (iota 0.25). Not faithful: the "
+                "paper's topologies come from the job simulation, ours are synthetic "
+                "(`--gpus` sets the scales). About 20 s."
+            ),
+            kind="task",
+            task=run_table6,
+            tiny={"scales_gpus": [512], "reconfigurations": 1, "ilp_max_gpus": 512},
+            full_command="lumos run --preset table6 --gpus 2048 --gpus 4096 --gpus 8192 "
+            "--gpus 16384",
+        ),
+        PaperPreset(
+            name="sec6.6",
+            title="OCS configuration solve time against scale, mdmcf vs the ILP",
+            paper="§6.6 (Fig. 3)",
+            description=(
+                f"{TOE_ARCH} clusters of 2k-32k GPUs, 2 reconfigurations (5% of the links "
+                "moved) per scale: wall-clock time of mdmcf and of the CP-SAT MinRewiring ILP "
+                "(up to 8k GPUs, 15 s limit per call; a hit limit is marked). About 1.5 min; "
+                "timings are noisy on a shared machine."
+            ),
+            kind="task",
+            task=run_sec66,
+            tiny={"scales_gpus": [512], "reconfigurations": 1, "ilp_time_limit_s": 5.0},
+            full_command="lumos run --preset sec6.6",
+        ),
+    ]
+
+
+#: Every paper preset by name.
+PAPER_PRESETS: dict[str, PaperPreset] = {
+    p.name: p for p in (*_simulation_presets(), *_task_presets())
+}
+
+
+def get_preset(name: str) -> PaperPreset:
+    """The preset ``name`` (case-insensitive).
+
+    Raises
+    ------
+    ConfigError
+        Unknown name; the message lists the allowed ones.
+
+    Examples
+    --------
+    >>> get_preset("FIG25").name
+    'fig25'
+    >>> get_preset("fig9")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lumoscore.errors.ConfigError: preset: unknown 'fig9'; allowed: fig8ab, fig8c, ...
+    """
+    key = name.strip().lower()
+    if key not in PAPER_PRESETS:
+        raise ConfigError(f"preset: unknown {name!r}; allowed: {', '.join(PAPER_PRESETS)}")
+    return PAPER_PRESETS[key]
+
+
+def run_task(
+    preset: PaperPreset,
+    out_dir: str | Path,
+    *,
+    gpus: Sequence[int] | None = None,
+    quick: bool = False,
+) -> TaskOutput:
+    """Run a task preset into ``out_dir``; ``gpus`` replaces its scales (``table6``,
+    ``sec6.6``), ``quick`` uses its tiny options. Also writes ``preset.json``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = run_task(get_preset("fig7"), tempfile.mkdtemp(), quick=True)
+    >>> any(p.name == "fig7.svg" for p in out.files)
+    True
+    """
+    if preset.kind != "task" or preset.task is None:
+        raise ConfigError(f"preset {preset.name!r} is a simulation preset, not a task")
+    options: dict[str, Any] = dict(preset.tiny) if quick else {}
+    if gpus is not None:
+        if preset.name == "fig7":
+            raise ConfigError("--gpus: preset 'fig7' has no cluster sizes (closed forms)")
+        if not gpus or any(g < 8 for g in gpus):
+            raise ConfigError(f"--gpus: cluster sizes >= 8, got {list(gpus)}")
+        options["scales_gpus"] = list(gpus)
+        if preset.name == "table6" and quick:
+            options["ilp_max_gpus"] = min(gpus)
+    result = preset.task(out_dir, **options)
+    doc = {**preset.summary(), "options": options, "files": [p.name for p in result.files]}
+    info = atomic_write_text(
+        Path(out_dir) / "preset.json", json.dumps(doc, indent=2, default=str) + "\n"
+    )
+    return TaskOutput((*result.files, info), result.rows)

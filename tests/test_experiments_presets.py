@@ -1,0 +1,229 @@
+"""Paper presets: registry, overrides, task presets and ``lumos run --preset`` end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from lumoscore.cli import build_app, main
+from lumoscore.errors import ConfigError
+from lumoscore.experiments.config import RunConfig, expand
+from lumoscore.experiments.presets import (
+    PAPER_PRESETS,
+    get_preset,
+    preset_experiments,
+    preset_runs,
+    run_task,
+)
+from lumoscore.experiments.store import run_key
+from lumoscore.fabric.presets import PRESETS
+
+runner = CliRunner()
+SIMULATIONS = [n for n, p in PAPER_PRESETS.items() if p.kind == "simulation"]
+TASKS = [n for n, p in PAPER_PRESETS.items() if p.kind == "task"]
+EXPECTED = {
+    "fig7",
+    "fig8ab",
+    "fig8c",
+    "fig8d",
+    "fig8e",
+    "fig23",
+    "fig24",
+    "fig25",
+    "table6",
+    "sec6.6",
+}
+
+
+def test_registry_holds_every_paper_item() -> None:
+    assert set(PAPER_PRESETS) == EXPECTED
+    assert set(TASKS) == {"fig7", "table6", "sec6.6"}
+    for name, p in PAPER_PRESETS.items():
+        assert p.name == name and p.paper and p.title and p.description
+        assert (p.task is not None) == (p.kind == "task")
+        assert bool(p.experiments) == (p.kind == "simulation")
+
+
+@pytest.mark.parametrize("name", SIMULATIONS)
+def test_simulation_presets_expand_at_default_scale(name: str) -> None:
+    preset = get_preset(name)
+    runs = preset_runs(preset_experiments(preset))
+    assert runs
+    assert len({run_key(r) for r in runs}) == len(runs)  # no duplicate run
+    for r in runs:
+        assert r.eps == 0.01 and 50 <= r.trace.jobs <= 300
+    assert preset.full_command == f"lumos run --preset {name} --jobs 1000 --eps 0"
+    # The full-scale overrides reach every run.
+    full = preset_runs(preset_experiments(preset, jobs=1000, eps=0.0))
+    assert len(full) == len(runs)
+    assert all(r.trace.jobs == 1000 and r.eps == 0.0 for r in full)
+
+
+def test_swept_values_match_the_paper_figures() -> None:
+    def values(name: str, get: object) -> set[object]:
+        return {get(r) for r in preset_runs(preset_experiments(get_preset(name)))}  # type: ignore[operator]
+
+    assert values("fig8ab", lambda r: r.arch) == set(PRESETS)
+    assert values("fig8ab", lambda r: r.gpus) == {4096}
+    assert values("fig8c", lambda r: r.gpus) == {2048, 4096, 8192, 16384}
+    rates = values("fig8d", lambda r: r.failures.rate_per_gpu_day)
+    assert 0.0 in rates and len(rates) >= 3 and max(rates) <= 0.01
+    loads = values("fig23", lambda r: r.trace.load)
+    assert len(loads) >= 4 and min(loads) < 0.655 < max(loads)
+    assert values("fig24", lambda r: (r.arch.startswith("clos-"), r.rail_optimized)) == {
+        (True, False),
+        (True, True),
+        (False, None),
+    }
+    routes = values("fig25", lambda r: (r.arch, r.routing))
+    assert ("best", None) in routes
+    for arch in PRESETS:
+        if arch.startswith("clos-"):
+            assert {x for a, x in routes if a == arch} == {"ecmp", "probing", "ideal"}
+        elif arch.startswith("lumoscore-"):
+            assert {x for a, x in routes if a == arch} == {"ecmp", "planned", "ideal"}
+
+
+def test_fig8e_reuses_the_runs_of_fig8ab() -> None:
+    keys = [
+        {run_key(r) for r in preset_runs(preset_experiments(get_preset(n)))}
+        for n in ("fig8ab", "fig8e")
+    ]
+    assert keys[0] == keys[1]
+
+
+def test_rail_optimized_none_keeps_old_store_keys() -> None:
+    plain = RunConfig(arch="clos-51.2T-3tier", gpus=512, trace={"jobs": 3})
+    doc = plain.model_dump()
+    assert doc.pop("rail_optimized") is None
+    assert run_key(plain) != run_key(plain.model_copy(update={"rail_optimized": False}))
+    rail = RunConfig(arch="clos-51.2T-3tier", gpus=512, trace={"jobs": 3}, rail_optimized=True)
+    assert run_key(rail) != run_key(plain)
+    with pytest.raises(ValueError, match="rail_optimized"):
+        RunConfig(arch="lumoscore-51.2T-tau2", gpus=512, rail_optimized=True)
+
+
+def test_overrides_and_errors() -> None:
+    parts = preset_experiments(get_preset("fig8c"), jobs=4, gpus=[512, 1024], out="x/y")
+    runs = preset_runs(parts)
+    assert {r.gpus for r in runs} == {512, 1024} and {r.trace.jobs for r in runs} == {4}
+    assert all(p.output == "x/y" for p in parts)
+    with pytest.raises(ConfigError, match="allowed: fig8ab, fig8c"):
+        get_preset("fig9")
+    with pytest.raises(ConfigError, match="task preset"):
+        preset_experiments(get_preset("fig7"))
+    with pytest.raises(ConfigError, match="simulation preset"):
+        run_task(get_preset("fig8ab"), "unused")
+    with pytest.raises(ConfigError, match=r"preset fig8ab: .*gpus"):
+        preset_experiments(get_preset("fig8ab"), gpus=[100])  # not a whole number of pods
+
+
+def test_presets_command_lists_every_preset() -> None:
+    res = runner.invoke(build_app(), ["presets", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert [d["name"] for d in doc] == list(PAPER_PRESETS)
+    for d in doc:
+        assert d["kind"] in ("simulation", "task") and d["paper"] and d["full_command"]
+        if d["kind"] == "simulation":
+            assert d["runs"] == len(preset_runs(preset_experiments(get_preset(d["name"]))))
+    res = runner.invoke(build_app(), ["presets"])
+    assert res.exit_code == 0 and "table6" in res.output and "Fig. 8(c)" in res.output
+
+
+def _error_line(capsys: pytest.CaptureFixture[str], args: list[str]) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lumos: error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_unknown_preset_and_bad_flags_are_one_line_errors(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    err = _error_line(capsys, ["run", "--preset", "nope"])
+    assert "unknown 'nope'" in err and "allowed: fig8ab, fig8c" in err and "sec6.6" in err
+    assert "--jobs" in _error_line(capsys, ["run", "--preset", "fig7", "--jobs", "5"])
+    assert "not both" in _error_line(capsys, ["run", "x.toml", "--preset", "fig8ab"])
+
+
+def test_fig7_task_matches_the_sizing_formulas(tmp_path: Path) -> None:
+    from lumoscore.hardware import max_gpus
+
+    out = run_task(get_preset("fig7"), tmp_path, quick=True)
+    names = {p.name for p in out.files}
+    assert {"fig7.csv", "fig7.md", "fig7.png", "fig7.svg", "preset.json"} <= names
+    table = pd.read_csv(tmp_path / "fig7.csv")
+    assert len(table) == len(out.rows) > 0
+    for r in out.rows:
+        assert r["max_gpus"] == max_gpus(r["architecture"], r["chip_tbps"], r["port_gbps"])
+
+
+def test_table6_task_rewires_at_least_the_changed_links(tmp_path: Path) -> None:
+    res = runner.invoke(
+        build_app(),
+        ["run", "--preset", "table6", "--quick", "--gpus", "512", "--out", str(tmp_path), "--json"],
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    rows = {r["solver"]: r for r in doc["rows"]}
+    assert set(rows) == {"mdmcf", "ilp", "mcf"}
+    for r in rows.values():
+        assert r["gpus"] == 512
+    # Every changed demand link needs a new circuit; the ILP rewires the fewest (when proved
+    # optimal), mdmcf at most as many as the decomposition that ignores the current circuits.
+    floor = rows["mdmcf"]["demand_changed_pct"]
+    assert all(r["rewired_links_pct"] >= floor - 1e-9 for r in rows.values())
+    if rows["ilp"]["status"] == "optimal":
+        assert rows["ilp"]["rewired_links_pct"] <= rows["mdmcf"]["rewired_links_pct"] + 1e-9
+    assert rows["mdmcf"]["rewired_links_pct"] <= rows["mcf"]["rewired_links_pct"] + 1e-9
+    for stem in ("table6.csv", "table6.md", "table6.png", "table6.svg", "preset.json"):
+        assert (tmp_path / stem).stat().st_size > 0
+    assert pd.read_csv(tmp_path / "table6.csv").shape[0] == 3
+
+
+def test_sec66_task_times_both_solvers(tmp_path: Path) -> None:
+    out = run_task(get_preset("sec6.6"), tmp_path, quick=True)
+    rows = {r["solver"]: r for r in out.rows}
+    assert set(rows) == {"mdmcf", "ilp"}
+    for r in rows.values():
+        assert np.isfinite(r["time_median_s"]) and r["time_median_s"] > 0
+        assert 0.0 <= r["mrar"] <= 1.0
+    if rows["ilp"]["status"] == "optimal":  # the ILP maximises the kept circuits
+        assert rows["ilp"]["mrar"] >= rows["mdmcf"]["mrar"] - 1e-9
+    for stem in ("sec6.6.csv", "sec6.6.md", "sec6.6.png", "sec6.6.svg"):
+        assert (tmp_path / stem).stat().st_size > 0
+    info = json.loads((tmp_path / "preset.json").read_text())
+    assert info["name"] == "sec6.6" and info["options"]["scales_gpus"] == [512]
+
+
+def test_simulation_preset_end_to_end(tmp_path: Path) -> None:
+    """fig24 at 512 GPUs with 3 jobs: both parts run into one store, with a report."""
+    out = tmp_path / "fig24"
+    args = ["run", "--preset", "fig24", "--jobs", "3", "--gpus", "512", "--out", str(out)]
+    res = runner.invoke(build_app(), [*args, "--workers", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["experiment"] == "fig24" and len(doc["runs"]) == 10
+    assert {(r["arch"], r["rail_optimized"]) for r in doc["runs"]} >= {
+        ("clos-51.2T-3tier", True),
+        ("clos-51.2T-3tier", False),
+        ("best", None),
+    }
+    info = json.loads((out / "experiment.json").read_text())
+    assert info["preset"] == "fig24" and len(info["parts"]) == 2
+    summary = pd.read_csv(out / "summary.csv")
+    rail = summary[summary["rail_optimized"].astype(str) == "True"]
+    assert len(rail) == 3 and rail["slowdown_vs_best"].notna().all()
+    # Running again finds every run stored.
+    res = runner.invoke(build_app(), [*args, "--dry-run", "--json"])
+    assert res.exit_code == 0
+    assert all(r["stored"] for r in json.loads(res.output)["runs"])
+    assert len(expand(preset_experiments(get_preset("fig24"), jobs=3, gpus=[512])[0])) == 6
