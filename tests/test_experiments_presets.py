@@ -71,6 +71,8 @@ def test_swept_values_match_the_paper_figures() -> None:
     assert values("fig8ab", lambda r: r.arch) == set(PRESETS)
     assert values("fig8ab", lambda r: r.gpus) == {4096}
     assert values("fig8c", lambda r: r.gpus) == {2048, 4096, 8192, 16384}
+    for name in set(SIMULATIONS) - {"fig23"}:  # the paper's workload level (§6.2)
+        assert values(name, lambda r: (r.trace.load, r.trace.beta_s)) == {(0.655, None)}
     rates = values("fig8d", lambda r: r.failures.rate_per_gpu_day)
     assert 0.0 in rates and len(rates) >= 3 and max(rates) <= 0.01
     loads = values("fig23", lambda r: r.trace.load)

@@ -72,8 +72,11 @@ CLOS_ARCHS: tuple[str, ...] = tuple(a for a in PRESETS if a.startswith("clos-"))
 DEFAULT_JOBS = 200
 SWEEP_JOBS = 100
 DEFAULT_EPS = 0.01
-#: Mean inter-arrival time of the paper workload (as :data:`DEFAULT_EXPERIMENT`).
-PAPER_BETA_S = 2000.0
+#: Workload level of the paper's runs (LumosCore §6.2, Eq. 9, from the Helios trace): the
+#: arrival rate of every run is set so that the sampled trace has this level on the run's
+#: cluster, so clusters of every size are equally loaded (a fixed ``beta_s`` would overload
+#: 2k GPUs and leave 16k GPUs mostly idle).
+PAPER_LOAD = 0.655
 #: LumosCore preset whose cluster shape the OCS task presets use (pods of 128 GPUs,
 #: 8 OCS groups of 16-port spines).
 TOE_ARCH = "lumoscore-51.2T-tau2"
@@ -162,7 +165,7 @@ def _experiment(
         "description": description,
         "gpus": 4096,
         "architectures": list(PRESETS),
-        "trace": {"preset": "lumoscore-paper", "jobs": jobs, "beta_s": PAPER_BETA_S},
+        "trace": {"preset": "lumoscore-paper", "jobs": jobs, "load": PAPER_LOAD},
         "eps": DEFAULT_EPS,
         "seeds": [1],
     }
@@ -175,7 +178,8 @@ _FULL = "lumos run --preset {name} --jobs 1000 --eps 0"
 
 def _scale_text(jobs: int) -> str:
     return (
-        f"Default: {jobs} jobs of the lumoscore-paper workload, eps = {DEFAULT_EPS:g} (within "
+        f"Default: {jobs} jobs of the lumoscore-paper workload at workload level "
+        f"{PAPER_LOAD:g} (Eq. 9, the paper's), eps = {DEFAULT_EPS:g} (within "
         "about 1e-5 of exact max-min rates), seed 1; the paper: 1000 jobs, exact rates "
         "(`--jobs 1000 --eps 0`)."
     )
@@ -252,7 +256,7 @@ def _simulation_presets() -> list[PaperPreset]:
         "Fig. 23",
         "Mean JCT against the workload level (Eq. 9), 4096 GPUs",
         "Workload levels 0.4, 0.55, 0.655 (the paper's default), 0.8 and 1.0 set through "
-        "trace.load (arrival rate from Eq. 9 on the sampled trace) instead of beta_s.",
+        "trace.load (arrival rate from Eq. 9 on the sampled trace).",
         [
             _experiment(
                 "fig23",
