@@ -232,10 +232,10 @@ def run(
 ) -> None:
     """Run an experiment (every architecture x size x sweep value x seed) into a result store.
 
-    `--preset NAME` runs a paper preset instead (`lumos presets` lists them): a simulation
-    preset is a scaled-down sweep (`--jobs 1000 --eps 0` for the paper's scale), a task preset
-    (fig7, table6, sec6.6) writes its tables and figures into `--out` (default
-    results/NAME).
+    `--preset NAME` runs a paper preset instead (`lumos presets` lists them).
+    Simulation presets are scaled-down sweeps (`--jobs 1000 --eps 0`: the
+    paper's scale); task presets (fig7, table6, sec6.6) write their tables
+    and figures into `--out` (default results/NAME).
 
     Finished runs are kept: running the same command again (for example after Ctrl-C) runs
     only the missing ones. Prints a summary table (mean/p50/p99 of JRT, JWT, JCT and the JCT

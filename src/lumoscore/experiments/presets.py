@@ -176,10 +176,11 @@ def _experiment(
 _FULL = "lumos run --preset {name} --jobs 1000 --eps 0"
 
 
-def _scale_text(jobs: int) -> str:
+def _scale_text(jobs: int, *, load: bool = True) -> str:
+    level = f" at workload level {PAPER_LOAD:g} (Eq. 9, the paper's)" if load else ""
     return (
-        f"Default: {jobs} jobs of the lumoscore-paper workload at workload level "
-        f"{PAPER_LOAD:g} (Eq. 9, the paper's), eps = {DEFAULT_EPS:g} (within "
+        f"Default: {jobs} jobs of the lumoscore-paper workload{level}, eps = {DEFAULT_EPS:g} "
+        "(within "
         "about 1e-5 of exact max-min rates), seed 1; the paper: 1000 jobs, exact rates "
         "(`--jobs 1000 --eps 0`)."
     )
@@ -189,11 +190,14 @@ def _sim(
     name: str, paper: str, title: str, text: str, parts: Sequence[ExperimentConfig]
 ) -> PaperPreset:
     jobs = parts[0].trace.jobs
+    scale = _scale_text(
+        jobs if isinstance(jobs, int) else jobs[0], load="trace.load" not in parts[0].sweep
+    )
     return PaperPreset(
         name=name,
         title=title,
         paper=paper,
-        description=f"{text} {_scale_text(jobs if isinstance(jobs, int) else jobs[0])}",
+        description=f"{text} {scale}",
         kind="simulation",
         experiments=tuple(parts),
         full_command=_FULL.format(name=name),
@@ -718,10 +722,11 @@ def _task_presets() -> list[PaperPreset]:
             title="Maximum cluster size against per-port speed (Clos vs LumosCore)",
             paper="Fig. 7",
             description=(
-                "The sizing formulas of lumoscore.hardware for 25.6T and 51.2T chips at the "
-                "standard port speeds (as `lumos scale --plot`): 2/3/4-tier Clos, 3-tier Clos "
-                "15:1, LumosCore tau=1/2 with 512-port OCSes. Closed forms: runs in about a "
-                "second; default scale = paper scale."
+                "The sizing formulas of lumoscore.hardware (as `lumos scale --plot`) for "
+                "12.8T, 25.6T and 51.2T chips at 200-1600 Gb/s ports: 2- and 3-tier Clos, "
+                "3-tier Clos 15:1, LumosCore tau=1/2 with 512-port OCSes (the paper's panel is "
+                "the 51.2T one). Closed forms, about 5 s (mostly importing matplotlib); the "
+                "default scale is the paper's."
             ),
             kind="task",
             task=run_fig7,
