@@ -435,6 +435,14 @@ def _new_figure(width_in: float = 6.0, height_in: float = 3.8) -> Any:
     return Figure(figsize=(width_in, height_in), layout="constrained")
 
 
+def _plain_log_ticks(ax: Any) -> None:
+    """Log-scale y ticks as plain numbers (``0.1``, ``2``, ``60``), no minor labels."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def run_fig7(
     out_dir: str | Path,
     *,
@@ -592,11 +600,11 @@ def run_table6(
     files = _write_table(out, "table6", rows)
     fig = _new_figure()
     ax = fig.add_subplot()
-    for label, solver in TABLE6_SOLVERS:
+    for i, (label, solver) in enumerate(TABLE6_SOLVERS):
         pts = [(r["gpus"], r["rewired_links_pct"]) for r in rows if r["solver"] == solver]
         if pts:
             xs, ys = zip(*pts, strict=True)
-            ax.plot(xs, ys, marker="o", label=label)
+            ax.plot(xs, ys, marker="o", color=f"C{i}", label=label)
     floor = sorted({(r["gpus"], r["demand_changed_pct"]) for r in rows})
     if floor:
         xs, ys = zip(*floor, strict=True)
@@ -606,7 +614,8 @@ def run_table6(
     ax.set_xticks(list(scales_gpus), [f"{g / 1024:g}k" for g in scales_gpus])
     ax.set_xlabel("cluster size (GPUs)")
     ax.set_ylabel("circuits rewired per reconfiguration (%)")
-    ax.set_title(f"Table 6: rewired OCS links ({arch}, change {change:g})")
+    _plain_log_ticks(ax)
+    ax.set_title(f"Table 6: rewired OCS circuits ({arch})", fontsize=10)
     ax.legend(fontsize=8)
     files += _save_figure(fig, out, "table6")
     return TaskOutput(tuple(files), tuple(rows))
@@ -709,7 +718,8 @@ def run_sec66(
     ax.set_xlabel("cluster size (GPUs)")
     ax.set_xticks(list(scales_gpus), [f"{g / 1024:g}k" for g in scales_gpus])
     ax.set_ylabel("solve time per reconfiguration (s)")
-    ax.set_title(f"§6.6: OCS configuration time ({arch})")
+    _plain_log_ticks(ax)
+    ax.set_title(f"§6.6: OCS configuration time ({arch})", fontsize=10)
     ax.legend(fontsize=8)
     files += _save_figure(fig, out, "sec6.6")
     return TaskOutput(tuple(files), tuple(rows))
