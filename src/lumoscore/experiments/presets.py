@@ -68,7 +68,7 @@ PresetKind = Literal["simulation", "task"]
 #: apply to these only).
 CLOS_ARCHS: tuple[str, ...] = tuple(a for a in PRESETS if a.startswith("clos-"))
 #: Default scale of the simulation presets (the paper: 1000 jobs, exact max-min rates);
-#: presets with many runs (sweeps of four or five values) use :data:`SWEEP_JOBS`.
+#: ``fig8c`` (16k-GPU runs) uses :data:`SWEEP_JOBS`.
 DEFAULT_JOBS = 200
 SWEEP_JOBS = 100
 DEFAULT_EPS = 0.01
@@ -241,7 +241,6 @@ def _simulation_presets() -> list[PaperPreset]:
             _experiment(
                 "fig8d",
                 "LumosCore Fig. 8(d): GPU failure rates at 4096 GPUs",
-                jobs=SWEEP_JOBS,
                 sweep={"failures.rate_per_gpu_day": [0.0, 0.0005, 0.002, 0.005]},
             )
         ],
@@ -265,8 +264,7 @@ def _simulation_presets() -> list[PaperPreset]:
             _experiment(
                 "fig23",
                 "LumosCore Fig. 23: workload levels at 4096 GPUs",
-                jobs=SWEEP_JOBS,
-                trace={"preset": "lumoscore-paper", "jobs": SWEEP_JOBS},
+                trace={"preset": "lumoscore-paper", "jobs": DEFAULT_JOBS},
                 sweep={"trace.load": [0.4, 0.55, 0.655, 0.8, 1.0]},
             )
         ],
@@ -304,20 +302,16 @@ def _simulation_presets() -> list[PaperPreset]:
             _experiment(
                 "fig25",
                 "LumosCore Fig. 25: Clos routing",
-                jobs=SWEEP_JOBS,
                 architectures=list(CLOS_ARCHS),
                 sweep={"routing": ["ecmp", "probing", "ideal"]},
             ),
             _experiment(
                 "fig25",
                 "LumosCore Fig. 25: LumosCore routing",
-                jobs=SWEEP_JOBS,
                 architectures=list(LUMOSCORE_PRESETS),
                 sweep={"routing": ["ecmp", "planned", "ideal"]},
             ),
-            _experiment(
-                "fig25", "LumosCore Fig. 25: Best", jobs=SWEEP_JOBS, architectures=["best"]
-            ),
+            _experiment("fig25", "LumosCore Fig. 25: Best", architectures=["best"]),
         ],
     )
     return [fig8ab, fig8c, fig8d, fig8e, fig23, fig24, fig25]
