@@ -62,6 +62,7 @@ _LABELS = {
     "trace.beta_s": "mean inter-arrival time (s)",
     "trace.jobs": "jobs in the trace",
     "routing": "routing algorithm",
+    "rail_optimized": "rail-optimized pods",
     "queue": "queue policy",
     "eps": "max-min approximation eps",
 }
@@ -73,6 +74,7 @@ _PAPER = {
     "trace.load": "Fig. 23",
     "trace.beta_s": "Fig. 23",
     "routing": "Fig. 25",
+    "rail_optimized": "Fig. 24",
 }
 
 #: Deterministic output: fixed SVG ids, no dates, no software/version stamps.
