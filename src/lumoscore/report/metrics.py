@@ -28,6 +28,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from lumoscore.errors import ConfigError
+from lumoscore.sim.results import STABILITY_COLUMNS, finished_jobs, queue_stats, stability
 
 __all__ = [
     "BASELINE_ARCH",
@@ -49,8 +50,6 @@ __all__ = [
 #: Architecture name of the ideal reference network (LumosCore §6.2).
 BASELINE_ARCH = "best"
 
-#: Per-job columns that, when present, identify "jobs with equal parameters" for stability.
-STABILITY_COLUMNS: tuple[str, ...] = ("model", "gpus", "tp", "pp", "dp", "ep", "iterations")
 
 _SUMMARY_NAMES = frozenset(
     {
@@ -64,7 +63,6 @@ _SUMMARY_NAMES = frozenset(
         "queue_mean_waiting",
         "queue_max_waiting",
         # run counters and per-run metrics of lumoscore.sim.results.summarize
-        "jct_std_equal_jobs_s",
         "reconfigurations",
         "failures",
         "hard_failures",
@@ -197,21 +195,6 @@ def _sort_key(sig: str) -> tuple[int, float, str]:
     return (0, float(v), "")
 
 
-def finished_jobs(jobs: pd.DataFrame) -> pd.DataFrame:
-    """The jobs that ran to completion (not rejected, with a finite finish time).
-
-    Examples
-    --------
-    >>> t = pd.DataFrame({"finish_s": [1.0, float("nan"), 2.0], "rejected": [False, False, True]})
-    >>> len(finished_jobs(t))
-    1
-    """
-    ok = np.isfinite(jobs["finish_s"].to_numpy(dtype=float))
-    if "rejected" in jobs.columns:
-        ok &= ~jobs["rejected"].to_numpy(dtype=bool)
-    return jobs[ok]
-
-
 def compare_to_baseline(
     index: pd.DataFrame,
     jobs: Mapping[str, pd.DataFrame],
@@ -320,66 +303,6 @@ def _loose_match(row: pd.Series, base: pd.DataFrame, cols: Sequence[str]) -> str
         if all(_canonical(b[c]) == _canonical(row[c]) for c in set_cols):
             return str(b["key"])
     return None
-
-
-def stability(jobs: pd.DataFrame, by: Sequence[str] | None = None) -> dict[str, float]:
-    """Stability of a run: the std of JCT and JRT over jobs with equal parameters.
-
-    Finished jobs are grouped by ``by`` (default: those of :data:`STABILITY_COLUMNS` present in
-    the table: model, GPU count, tp/pp/dp/ep, iterations); the sample standard deviation
-    (``ddof=1``) of ``jct_s`` and ``jrt_s`` is taken in every group of at least two jobs and
-    averaged over those groups. Returns ``jct_std_s``, ``jrt_std_s`` (NaN when no group has two
-    jobs) and ``stability_groups`` (the number of such groups).
-
-    Examples
-    --------
-    >>> t = pd.DataFrame({"model": ["a", "a", "b"], "gpus": [8, 8, 8], "jct_s": [1.0, 3.0, 9.0],
-    ...                   "jrt_s": [1.0, 2.0, 5.0], "finish_s": [1.0, 3.0, 9.0]})
-    >>> stability(t)
-    {'jct_std_s': 1.4142135623730951, 'jrt_std_s': 0.7071067811865476, 'stability_groups': 1}
-    """
-    cols = [c for c in STABILITY_COLUMNS if c in jobs.columns] if by is None else list(by)
-    ok = finished_jobs(jobs)
-    nan = {"jct_std_s": math.nan, "jrt_std_s": math.nan, "stability_groups": 0}
-    if ok.empty:
-        return nan
-    if not cols:
-        groups = ok[["jct_s", "jrt_s"]].assign(_g=0).groupby("_g")
-    else:
-        groups = ok.groupby(cols, dropna=False, sort=True)[["jct_s", "jrt_s"]]
-    std = groups.std(ddof=1)
-    size = groups.size()
-    std = std[size.to_numpy() >= 2]
-    if std.empty:
-        return nan
-    return {
-        "jct_std_s": float(std["jct_s"].mean()),
-        "jrt_std_s": float(std["jrt_s"].mean()),
-        "stability_groups": len(std),
-    }
-
-
-def queue_stats(queue: pd.DataFrame) -> dict[str, float]:
-    """Time-weighted mean and maximum of the queue depth (``waiting``) over time.
-
-    The queue table is a step function: ``waiting[i]`` holds from ``time_s[i]`` to
-    ``time_s[i+1]``. Records sharing a time stamp take no time. With a zero time span the mean
-    is the plain mean of the records. An empty table gives NaN.
-
-    Examples
-    --------
-    >>> q = pd.DataFrame({"time_s": [0.0, 1.0, 3.0, 4.0], "waiting": [2, 0, 1, 0]})
-    >>> queue_stats(q)
-    {'queue_mean_waiting': 0.75, 'queue_max_waiting': 2.0}
-    """
-    if queue is None or queue.empty:
-        return {"queue_mean_waiting": math.nan, "queue_max_waiting": math.nan}
-    q = queue.sort_values("time_s", kind="stable")
-    t = q["time_s"].to_numpy(dtype=float)
-    w = q["waiting"].to_numpy(dtype=float)
-    span = t[-1] - t[0]
-    mean = float(np.dot(w[:-1], np.diff(t)) / span) if span > 0 else float(w.mean())
-    return {"queue_mean_waiting": mean, "queue_max_waiting": float(w.max())}
 
 
 def run_extras(info: Mapping[str, Any] | None) -> dict[str, float]:

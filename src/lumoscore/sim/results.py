@@ -23,7 +23,14 @@ from numpy.typing import NDArray
 from lumoscore.fileio import atomic_write_text
 from lumoscore.workload.job import Job
 
-__all__ = ["EQUAL_JOB_KEYS", "SimResult", "stability", "summarize"]
+__all__ = [
+    "STABILITY_COLUMNS",
+    "SimResult",
+    "finished_jobs",
+    "queue_stats",
+    "stability",
+    "summarize",
+]
 
 PER_JOB_COLUMNS = (
     "job_id",
@@ -52,7 +59,7 @@ def _pct(x: NDArray[np.float64], q: float) -> float:
 
 def summarize(jobs: pd.DataFrame) -> dict[str, float]:
     """Means and percentiles of JRT, JWT and JCT over the finished jobs."""
-    ok = jobs[~jobs["rejected"] & jobs["finish_s"].notna()]
+    ok = finished_jobs(jobs)
     out: dict[str, float] = {"jobs": len(ok), "rejected": int(jobs["rejected"].sum())}
     for col in ("jrt_s", "jwt_s", "jct_s"):
         x = ok[col].to_numpy(dtype=float)
@@ -67,7 +74,7 @@ def summarize(jobs: pd.DataFrame) -> dict[str, float]:
     out["mean_contention_level"] = float(cl.mean()) if cl.size else math.nan
     if len(ok):
         out["makespan_s"] = float(ok["finish_s"].max() - jobs["arrival_s"].min())
-    out["jct_std_equal_jobs_s"] = stability(ok)
+    out.update(stability(ok))
     for col in ("restarts", "fragmented"):
         if col in jobs:
             out[f"{col}_jobs" if col == "fragmented" else col] = int(jobs[col].sum())
@@ -78,29 +85,83 @@ def summarize(jobs: pd.DataFrame) -> dict[str, float]:
 
 _COUNTED = ("reconfigurations", "failures", "hard_failures", "fragmentation_blocks")
 
-#: Columns that make two jobs "equal" for :func:`stability`.
-EQUAL_JOB_KEYS = ("model", "gpus", "tp", "pp", "dp", "ep", "iterations")
+#: Per-job columns that, when present, identify "jobs with equal parameters" for stability.
+STABILITY_COLUMNS: tuple[str, ...] = ("model", "gpus", "tp", "pp", "dp", "ep", "iterations")
 
 
-def stability(jobs: pd.DataFrame) -> float:
-    """Mean, over groups of at least two equal jobs (same :data:`EQUAL_JOB_KEYS`), of the
-    standard deviation of their JCT: how much a job's completion time depends on what else
-    runs (0 on a fabric without interference and an empty queue).
+def finished_jobs(jobs: pd.DataFrame) -> pd.DataFrame:
+    """The jobs that ran to completion (not rejected, with a finite finish time).
 
     Examples
     --------
-    >>> import pandas as pd
-    >>> t = pd.DataFrame({"model": ["a", "a", "b"], "gpus": [8, 8, 8], "jct_s": [1.0, 3.0, 5.0]})
-    >>> stability(t)
-    1.0
+    >>> t = pd.DataFrame({"finish_s": [1.0, float("nan"), 2.0], "rejected": [False, False, True]})
+    >>> len(finished_jobs(t))
+    1
     """
-    keys = [k for k in EQUAL_JOB_KEYS if k in jobs]
-    if not keys or len(jobs) < 2:
-        return math.nan
-    std = jobs.groupby(keys, sort=False)["jct_s"].std(ddof=0)
-    size = jobs.groupby(keys, sort=False)["jct_s"].size()
-    std = std[size >= 2]
-    return float(std.mean()) if len(std) else math.nan
+    ok = np.isfinite(jobs["finish_s"].to_numpy(dtype=float))
+    if "rejected" in jobs.columns:
+        ok &= ~jobs["rejected"].to_numpy(dtype=bool)
+    return jobs[ok]
+
+
+def stability(jobs: pd.DataFrame, by: Sequence[str] | None = None) -> dict[str, float]:
+    """Stability of a run: the std of JCT and JRT over jobs with equal parameters.
+
+    Finished jobs are grouped by ``by`` (default: those of :data:`STABILITY_COLUMNS` present in
+    the table: model, GPU count, tp/pp/dp/ep, iterations); the sample standard deviation
+    (``ddof=1``) of ``jct_s`` and ``jrt_s`` is taken in every group of at least two jobs and
+    averaged over those groups. Returns ``jct_std_s``, ``jrt_std_s`` (NaN when no group has two
+    jobs) and ``stability_groups`` (the number of such groups).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"model": ["a", "a", "b"], "gpus": [8, 8, 8], "jct_s": [1.0, 3.0, 9.0],
+    ...                   "jrt_s": [1.0, 2.0, 5.0], "finish_s": [1.0, 3.0, 9.0]})
+    >>> stability(t)
+    {'jct_std_s': 1.4142135623730951, 'jrt_std_s': 0.7071067811865476, 'stability_groups': 1}
+    """
+    cols = [c for c in STABILITY_COLUMNS if c in jobs.columns] if by is None else list(by)
+    ok = finished_jobs(jobs)
+    nan = {"jct_std_s": math.nan, "jrt_std_s": math.nan, "stability_groups": 0}
+    if ok.empty:
+        return nan
+    if not cols:
+        groups = ok[["jct_s", "jrt_s"]].assign(_g=0).groupby("_g")
+    else:
+        groups = ok.groupby(cols, dropna=False, sort=True)[["jct_s", "jrt_s"]]
+    std = groups.std(ddof=1)
+    size = groups.size()
+    std = std[size.to_numpy() >= 2]
+    if std.empty:
+        return nan
+    return {
+        "jct_std_s": float(std["jct_s"].mean()),
+        "jrt_std_s": float(std["jrt_s"].mean()),
+        "stability_groups": len(std),
+    }
+
+
+def queue_stats(queue: pd.DataFrame) -> dict[str, float]:
+    """Time-weighted mean and maximum of the queue depth (``waiting``) over time.
+
+    The queue table is a step function: ``waiting[i]`` holds from ``time_s[i]`` to
+    ``time_s[i+1]``. Records sharing a time stamp take no time. With a zero time span the mean
+    is the plain mean of the records. An empty table gives NaN.
+
+    Examples
+    --------
+    >>> q = pd.DataFrame({"time_s": [0.0, 1.0, 3.0, 4.0], "waiting": [2, 0, 1, 0]})
+    >>> queue_stats(q)
+    {'queue_mean_waiting': 0.75, 'queue_max_waiting': 2.0}
+    """
+    if queue is None or queue.empty:
+        return {"queue_mean_waiting": math.nan, "queue_max_waiting": math.nan}
+    q = queue.sort_values("time_s", kind="stable")
+    t = q["time_s"].to_numpy(dtype=float)
+    w = q["waiting"].to_numpy(dtype=float)
+    span = t[-1] - t[0]
+    mean = float(np.dot(w[:-1], np.diff(t)) / span) if span > 0 else float(w.mean())
+    return {"queue_mean_waiting": mean, "queue_max_waiting": float(w.max())}
 
 
 @dataclass(frozen=True)
@@ -181,12 +242,7 @@ class SimResult:
             **{k: int(stats[k]) for k in _COUNTED if k in stats},
         }
         queue = pd.DataFrame({"time_s": queue_t, "waiting": queue_len})
-        if len(queue) > 1:
-            dt = np.diff(queue["time_s"].to_numpy(dtype=float))
-            span = float(dt.sum())
-            w = queue["waiting"].to_numpy(dtype=float)[:-1]
-            summary["mean_queue_depth"] = float((w * dt).sum() / span) if span > 0 else 0.0
-            summary["max_queue_depth"] = int(queue["waiting"].max())
+        summary.update(queue_stats(queue))
         return cls(table, summary, queue, fabric, stats)
 
     def write(self, out_dir: str | Path, *, manifest: dict[str, Any] | None = None) -> Path:
