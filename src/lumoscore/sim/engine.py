@@ -291,12 +291,11 @@ class Simulator:
                 q.cancel((kind, jid))
             if run.isolated:
                 its = int(ran_s // plan.iteration_s) if plan.iteration_s > 0 else 0
-                k = int(ran_s // fm.checkpoint_interval_s)
-                kept = int(k * fm.checkpoint_interval_s // plan.iteration_s) if k else 0
+                kept = fm.kept_iterations(ran_s, plan.iteration_s)
                 comm_actual[i] += its * plan.solo_comm_s
             else:
                 its, kept = run.iteration, run.ckpt_iters
-                if int(ran_s // fm.checkpoint_interval_s) > run.ckpt_k:
+                if fm.checkpoints(ran_s) > run.ckpt_k:
                     kept = its  # a checkpoint came due after the last iteration boundary
                 if jid in inflight:
                     if inflight[jid][2] == "fluid":
@@ -324,7 +323,7 @@ class Simulator:
                 run.round = 0
                 run.iteration += 1
                 if fm is not None:
-                    k = int((now - run.begin_s) // fm.checkpoint_interval_s)
+                    k = fm.checkpoints(now - run.begin_s)
                     if k > run.ckpt_k:  # a checkpoint was due during this iteration
                         run.ckpt_k = k
                         on_time = run.begin_s + k * fm.checkpoint_interval_s == now
@@ -441,9 +440,8 @@ class Simulator:
             run.iteration = it
             run.comm_s = it * plan.solo_comm_s
             if fm is not None and plan.iteration_s > 0:
-                run.ckpt_k = int(elapsed // fm.checkpoint_interval_s)
-                if run.ckpt_k:
-                    run.ckpt_iters = int(run.ckpt_k * fm.checkpoint_interval_s // plan.iteration_s)
+                run.ckpt_k = fm.checkpoints(elapsed)
+                run.ckpt_iters = fm.kept_iterations(elapsed, plan.iteration_s)
             for r, rp in enumerate(plan.rounds):
                 run.round = r
                 if off < rp.compute_s:

@@ -95,11 +95,23 @@ class FailureModel:
         hard = bool(rng.random() < self.hard_fraction)
         return t, gpu, hard, self.hard_repair_s if hard else self.soft_repair_s
 
-    def lost_s(self, run_s: float) -> float:
-        """Run time lost by a job that fails after ``run_s`` seconds of running."""
-        if math.isinf(self.checkpoint_interval_s):
-            return run_s
-        return run_s % self.checkpoint_interval_s
+    def checkpoints(self, run_s: float) -> int:
+        """Checkpoints a job has written after ``run_s`` seconds of running."""
+        return int(run_s // self.checkpoint_interval_s)
+
+    def kept_iterations(self, run_s: float, iteration_s: float) -> int:
+        """Iterations the last checkpoint holds after ``run_s`` seconds of running, for a job
+        whose iterations all take ``iteration_s``.
+
+        Examples
+        --------
+        >>> FailureModel(checkpoint_interval_s=100.0).kept_iterations(250.0, 30.0)  # at 200 s
+        6
+        """
+        k = self.checkpoints(run_s)
+        if not k or iteration_s <= 0:
+            return 0
+        return int(k * self.checkpoint_interval_s // iteration_s)
 
 
 def _finite(x: float, low: float) -> bool:
