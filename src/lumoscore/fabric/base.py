@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.topology.cluster import ClusterSpec
@@ -149,6 +149,18 @@ class Fabric(ABC):
             gps = self.spec.gpus_per_server
             if np.any(src // gps == dst // gps):
                 raise PreconditionError("intra-server flows must not be routed (NVLink)")
+
+    def _route_inputs(
+        self, src: ArrayLike, dst: ArrayLike, flow_key: ArrayLike
+    ) -> tuple[IntArray, IntArray, IntArray]:
+        """``src``, ``dst``, ``flow_key`` as int64 arrays, checked (endpoints, equal shapes)."""
+        s = np.asarray(src, dtype=np.int64)
+        d = np.asarray(dst, dtype=np.int64)
+        k = np.asarray(flow_key, dtype=np.int64)
+        self._check_endpoints(s, d)
+        if k.shape != s.shape:
+            raise PreconditionError(f"flow_key shape {k.shape} differs from {s.shape}")
+        return s, d, k
 
     @abstractmethod
     def routes(

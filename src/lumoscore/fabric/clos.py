@@ -370,12 +370,7 @@ class ClosFabric(Fabric):
         >>> fab.routes(np.array([1]), np.array([5]), np.array([0])).links_of(0).tolist()
         [1, 33, 53, 21]
         """
-        src = np.asarray(src, dtype=np.int64)
-        dst = np.asarray(dst, dtype=np.int64)
-        flow_key = np.asarray(flow_key, dtype=np.int64)
-        self._check_endpoints(src, dst)
-        if flow_key.shape != src.shape:
-            raise PreconditionError(f"flow_key shape {flow_key.shape} differs from {src.shape}")
+        src, dst, flow_key = self._route_inputs(src, dst, flow_key)
         G, n, F = self.gpus, self.tiers, src.size
         if self.routing == "ideal":
             return Routes.from_columns(src, G + dst)

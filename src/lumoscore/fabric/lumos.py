@@ -407,12 +407,7 @@ class LumosCoreFabric(Fabric):
         >>> fab.routes(np.array([0, 0]), np.array([4, 7]), np.array([0, 1])).links_of(1).tolist()
         [0, 33, 43, 23]
         """
-        src = np.asarray(src, dtype=np.int64)
-        dst = np.asarray(dst, dtype=np.int64)
-        flow_key = np.asarray(flow_key, dtype=np.int64)
-        self._check_endpoints(src, dst)
-        if flow_key.shape != src.shape:
-            raise PreconditionError(f"flow_key shape {flow_key.shape} differs from {src.shape}")
+        src, dst, flow_key = self._route_inputs(src, dst, flow_key)
         spec, n, H = self.spec, self._n, self._H
         G, F = spec.gpus, src.size
         if self.routing == "ideal":
