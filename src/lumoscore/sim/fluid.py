@@ -28,8 +28,22 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from lumoscore.sim.kernels import FULL_SOLVE, FluidState, fluid_advance, new_state, remaining_at
-from lumoscore.sim.maxmin import _compact
+from lumoscore.sim.kernels import (
+    FULL_SOLVE,
+    M_SOLVES,
+    META,
+    RATE,
+    REFILL,
+    REM0,
+    ROW_FIELDS,
+    T0,
+    FluidState,
+    fluid_advance,
+    link_rows,
+    new_state,
+    rebuild_heap,
+    remaining_at,
+)
 from lumoscore.sim.plan import DONE_RTOL, RoundPlan
 
 __all__ = ["FluidSet"]
@@ -42,7 +56,9 @@ class FluidSet:
     """In-flight weighted flows of several jobs over one fabric's links.
 
     ``capacity_bps`` is the fabric's capacity array (shared: call :meth:`touch` after it
-    changes).
+    changes). Exact sets (``eps = 0``) re-solve incrementally when rounds join or flows
+    finish and keep their rates when finished rows are dropped; (1+eps) sets refill from the
+    smallest finished rate and solve from scratch when rounds join.
     """
 
     def __init__(self, capacity_bps: FloatArray, eps: float = 0.0) -> None:
@@ -58,10 +74,11 @@ class FluidSet:
         self.slot_of: dict[int, int] = {}  # job id -> slot
         self.job_of: dict[int, int] = {}  # slot -> job id
         self.clock_s = 0.0
-        self._st: FluidState = new_state(0, 0)
+        self._st: FluidState = new_state(0, capacity_bps.size)
         self._mode = FULL_SOLVE
         self._r_min = math.inf
-        self._cache: tuple[IntArray, FloatArray] | None = None
+        self._new_from = 0  # rows from here on joined since the last solve
+        self._link_rows: tuple[IntArray, IntArray] | None = None
 
     def __len__(self) -> int:
         """Live flow rows."""
@@ -70,12 +87,12 @@ class FluidSet:
     @property
     def solves(self) -> int:
         """Max-min (re)fillings so far."""
-        return int(self._st[8][2])
+        return int(self._st[META][M_SOLVES])
 
     @property
     def rates(self) -> FloatArray:
         """Current rate of every row (valid after :meth:`run_until`; 0 for finished rows)."""
-        return np.where(self.alive, self._st[0], 0.0)
+        return np.where(self.alive, self._st[RATE], 0.0)
 
     @property
     def remaining(self) -> FloatArray:
@@ -88,7 +105,6 @@ class FluidSet:
 
     def touch(self) -> None:
         """Link capacities changed: recompute rates from scratch before sending on."""
-        self._cache = None
         self._mode = FULL_SOLVE
 
     def add(
@@ -130,14 +146,17 @@ class FluidSet:
         self.alive = np.concatenate([self.alive, np.ones(k, dtype=np.bool_)])
         self.slot = np.concatenate([self.slot, np.full(k, s, dtype=np.int64)])
         fresh = new_state(k, 0)
-        fresh[1][:] = rem[idx]
-        fresh[2][:] = self.clock_s
+        fresh[REM0][:] = rem[idx]
+        fresh[T0][:] = self.clock_s
         self._st = tuple(  # type: ignore[assignment]
-            np.concatenate([a, b]) if i < 7 else a
+            np.concatenate([a, b]) if i < ROW_FIELDS else a
             for i, (a, b) in enumerate(zip(self._st, fresh, strict=True))
         )
-        self._cache = None
-        self._mode = FULL_SOLVE
+        self._link_rows = None
+        if self.grow > 1.0:
+            self._mode = FULL_SOLVE
+        elif self._mode != FULL_SOLVE:
+            self._mode = REFILL
 
     def _free_slot(self) -> int:
         for s in range(self.live.size):
@@ -155,33 +174,30 @@ class FluidSet:
             if math.isfinite(until_s):
                 self.clock_s = max(self.clock_s, float(until_s))
             return False
-        if self._cache is None:
-            c_idx, c_cap = _compact(self.indices, self.capacity)
-            self._cache = (c_idx, c_cap)
-            st = list(self._st)
-            st[7] = np.zeros(c_cap.size)
-            st[9] = np.full(c_cap.size, -1, dtype=np.int64)
-            st[10] = np.zeros(c_cap.size)
-            self._st = tuple(st)  # type: ignore[assignment]
-            self._mode = FULL_SOLVE
-        c_idx, c_cap = self._cache
+        if self._link_rows is None:
+            self._link_rows = link_rows(self.indptr, self.indices, self.capacity.size)
+        l_ptr, l_rows = self._link_rows
         clock, self._mode, self._r_min, done = fluid_advance(
             self.indptr,
-            c_idx,
-            c_cap,
+            self.indices,
+            self.capacity,
             self.weight,
             self.size,
             self.alive,
             self.slot,
             self.live,
             self._st,
+            l_ptr,
+            l_rows,
             self.clock_s,
             float(until_s),
             self._mode,
             self._r_min,
+            self._new_from,
             self.grow,
             DONE_RTOL,
         )
+        self._new_from = self.alive.size
         self.clock_s = float(clock)
         return bool(done)
 
@@ -211,7 +227,7 @@ class FluidSet:
         return rem
 
     def _maybe_compact(self) -> None:
-        """Drop dead rows once they outnumber the live ones."""
+        """Drop dead rows once they outnumber the live ones (rows not yet solved stay last)."""
         n = self.alive.size
         if n == 0 or 2 * int(self.alive.sum()) > n:
             return
@@ -222,8 +238,12 @@ class FluidSet:
         self.weight = self.weight[keep]
         self.size = self.size[keep]
         self.slot = self.slot[keep]
-        st = [a[keep] if i < 7 else a for i, a in enumerate(self._st)]
+        self._new_from = int(keep[: self._new_from].sum())
+        st = [a[keep] if i < ROW_FIELDS else a for i, a in enumerate(self._st)]
         self._st = tuple(st)  # type: ignore[assignment]
         self.alive = self.alive[keep]
-        self._cache = None
-        self._mode = FULL_SOLVE
+        self._link_rows = None
+        if self.grow > 1.0:
+            self._mode = FULL_SOLVE
+        else:
+            rebuild_heap(self.alive, self._st)

@@ -1,16 +1,21 @@
 """Compiled fluid-model kernels: flows sending at max-min fair rates until they finish.
 
-Rates are piecewise constant between flow completions. Two facts keep the cost of a step
+Rates are piecewise constant between flow completions. Three facts keep the cost of a step
 proportional to the flows whose rate actually changes, not to all flows in flight:
 
-* **Refilling from a level.** After flows leave, every flow frozen at a level *below* the
-  smallest rate ``r`` of the flows that left keeps its rate: progressive filling on the smaller
-  problem goes through exactly the same levels up to ``r`` (a link crossed by a flow of rate
-  ``r`` fills at a level ``>= r``, and removing load only raises fill levels). So only the flows
-  at or above ``r`` are refilled, on the links they cross, with the others' load frozen in
-  (:data:`REFILL_MARGIN` absorbs float round-off). Flows are kept sorted by rate, so the
-  refilled ones are a suffix found by binary search. The same holds for the (1+eps)-approximate
-  filling, whose levels are also monotone.
+* **Bottleneck certificates (exact mode).** An allocation is max-min fair iff it is feasible
+  and every flow crosses a saturated link on which no flow is faster (its bottleneck). Every
+  row keeps the link that froze its rate. When rows leave or join, only the joining rows and
+  the rows whose certificate breaks (their link lost load, or a refilled row now freezes below
+  them on a link they share) are refilled, with the others' load frozen in; the links they
+  cross are checked again until no certificate breaks (:func:`_closure`). Finishing flows that
+  ran at their own line rate break no certificate and cost nothing.
+* **Refilling from a level ((1+eps) mode).** After flows leave, every flow frozen at a level
+  *below* the smallest rate ``r`` of the flows that left keeps its rate: progressive filling
+  on the smaller problem goes through exactly the same levels up to ``r`` (a link crossed by
+  a flow of rate ``r`` fills at a level ``>= r``, and removing load only raises fill levels).
+  So only the flows at or above ``r`` are refilled (:data:`REFILL_MARGIN` absorbs float
+  round-off); flows are kept sorted by rate, so they are a suffix found by binary search.
 * **Finish times, not remaining bytes.** Each flow keeps its remaining bits at the time its rate
   was last set and its finish time, in a binary heap; nothing is touched for the flows whose
   rate did not change.
@@ -40,7 +45,16 @@ from numpy.typing import NDArray
 
 from lumoscore.sim.maxmin import _compact
 
-__all__ = ["REFILL_MARGIN", "FluidState", "fluid_advance", "fluid_run", "new_state"]
+__all__ = [
+    "REFILL_MARGIN",
+    "FluidState",
+    "fluid_advance",
+    "fluid_run",
+    "link_rows",
+    "new_state",
+    "rebuild_heap",
+    "remaining_at",
+]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -55,11 +69,15 @@ LEVEL_RTOL = 1e-12
 # solve modes
 RATES_VALID, REFILL, FULL_SOLVE = 0, 1, 2
 
-#: Per-row and per-link state of a fluid set (see :func:`new_state`), in this order:
+#: Per-row and per-link state of a fluid set (see :func:`new_state`), in this order. Per row:
 #: rate, rem0 (remaining bits at t0), t0, fin (finish time), heap, pos (heap position or -1),
-#: order (rows by rate), link_load (bit/s on each compact link), meta (int64[4]: heap size,
-#: order length, solves, levels), lid (scratch: local number of each link, -1), peak (the
-#: highest load each link has carried).
+#: order (rows by rate; kept in (1+eps) mode only), bott (the saturated link that froze the
+#: row's rate: its bottleneck certificate, -1 if none), rmark (scratch stamps). Per link:
+#: link_load (bit/s on each link), local (scratch: local number of each link, -1), peak (the
+#: highest load each link has carried), lmark (scratch stamps), touched (links whose load fell
+#: since the last solve), tmark (1 if listed in touched) and chk (scratch). Last, meta
+#: (int64[8]): heap size, order length, solves, rows refilled, stamp, touched count, closure
+#: fall-backs, closure rounds.
 FluidState = tuple[
     FloatArray,
     FloatArray,
@@ -68,11 +86,28 @@ FluidState = tuple[
     IntArray,
     IntArray,
     IntArray,
-    FloatArray,
     IntArray,
     IntArray,
     FloatArray,
+    IntArray,
+    FloatArray,
+    IntArray,
+    IntArray,
+    IntArray,
+    IntArray,
+    IntArray,
 ]
+#: The first ``ROW_FIELDS`` entries of a :data:`FluidState` are per row, the next
+#: ``LINK_FIELDS`` per link, the last is ``meta``.
+ROW_FIELDS, LINK_FIELDS = 9, 7
+RATE, REM0, T0, FIN, HEAP, POS, ORDER, BOTT, RMARK = range(ROW_FIELDS)
+LOAD, LOCAL, PEAK, LMARK, TOUCHED, TMARK, CHK = range(ROW_FIELDS, ROW_FIELDS + LINK_FIELDS)
+META = ROW_FIELDS + LINK_FIELDS
+#: ``meta`` entries.
+M_HEAP, M_ORDER, M_SOLVES, M_REFILLED, M_STAMP, M_TOUCHED, M_FALLBACKS, M_ROUNDS = range(8)
+#: Relative tolerance of the bottleneck certificates (a link counts as saturated when its load
+#: is within it of the capacity; a rate as the link's largest within it).
+CERT_RTOL = 1e-9
 
 
 @numba.njit(cache=True)
@@ -86,11 +121,37 @@ def new_state(n_rows: int, n_links: int) -> FluidState:  # pragma: no cover - co
         np.zeros(n_rows, dtype=np.int64),
         np.full(n_rows, -1, dtype=np.int64),
         np.zeros(n_rows, dtype=np.int64),
+        np.full(n_rows, -1, dtype=np.int64),
+        np.zeros(n_rows, dtype=np.int64),
         np.zeros(n_links),
-        np.zeros(4, dtype=np.int64),
         np.full(n_links, -1, dtype=np.int64),
         np.zeros(n_links),
+        np.zeros(n_links, dtype=np.int64),
+        np.zeros(n_links, dtype=np.int64),
+        np.zeros(n_links, dtype=np.int64),
+        np.zeros(n_links, dtype=np.int64),
+        np.zeros(8, dtype=np.int64),
     )
+
+
+@numba.njit(cache=True)
+def link_rows(
+    f_ptr: IntArray, c_idx: IntArray, n_links: int
+) -> tuple[IntArray, IntArray]:  # pragma: no cover - compiled
+    """The rows crossing each link, as CSR ``(l_ptr, rows)`` (the transpose of the routes)."""
+    l_ptr = np.zeros(n_links + 1, dtype=np.int64)
+    for j in range(c_idx.size):
+        l_ptr[c_idx[j] + 1] += 1
+    for q in range(n_links):
+        l_ptr[q + 1] += l_ptr[q]
+    fill = l_ptr[:-1].copy()
+    rows = np.empty(c_idx.size, dtype=np.int64)
+    for f in range(f_ptr.size - 1):
+        for j in range(f_ptr[f], f_ptr[f + 1]):
+            q = c_idx[j]
+            rows[fill[q]] = f
+            fill[q] += 1
+    return l_ptr, rows
 
 
 @numba.njit(cache=True)
@@ -193,28 +254,18 @@ def _refill(
     c_idx: IntArray,
     cap: FloatArray,
     weight: FloatArray,
-    alive: BoolArray,
     st: FluidState,
-    p: int,
+    rows: IntArray,
     clock_s: float,
     grow: float,
-) -> None:  # pragma: no cover - compiled
-    """Progressive filling of the alive rows in ``order[p:]`` (the others keep their rates and
-    their load stays in ``link_load``); updates their finish times and the order."""
-    rate, rem0, t0, fin, hp, pos, order, link_load, meta, local, peak = st
-    n_order = meta[1]
-    # the rows to fill, and the links they cross (local numbering)
-    k = 0
-    for i in range(p, n_order):
-        if alive[order[i]]:
-            k += 1
-    rows = np.empty(k, dtype=np.int64)
-    k = 0
-    for i in range(p, n_order):
-        f = order[i]
-        if alive[f]:
-            rows[k] = f
-            k += 1
+) -> IntArray:  # pragma: no cover - compiled
+    """Progressive filling of ``rows`` (alive) with the load of every other row frozen in
+    ``link_load``; sets their rates, bottleneck links and finish times. Returns the links the
+    rows cross."""
+    rate, rem0, t0, fin, hp, pos = st[RATE], st[REM0], st[T0], st[FIN], st[HEAP], st[POS]
+    bott, link_load, local, meta = st[BOTT], st[LOAD], st[LOCAL], st[META]
+    k = rows.size
+    meta[M_REFILLED] += k
     nnz = 0
     for f in rows:
         nnz += f_ptr[f + 1] - f_ptr[f]
@@ -268,7 +319,6 @@ def _refill(
         t = lev[lhp[0]]
         if t < 0.0:
             t = 0.0
-        meta[3] += 1
         thresh = t * grow * (1.0 + LEVEL_RTOL)
         n_sat = 0
         while lsz[0] > 0 and lev[lhp[0]] <= thresh:
@@ -283,6 +333,7 @@ def _refill(
                     left -= 1
                     f = rows[r]
                     rate[f] = t
+                    bott[f] = links[q]
                     for j in range(f_ptr[f], f_ptr[f + 1]):
                         l2 = c_idx[j]
                         q2 = local[l2]
@@ -299,20 +350,22 @@ def _refill(
     for i in range(k):
         if active[i]:
             rate[rows[i]] = np.inf
+            bott[rows[i]] = -1
 
     for q in range(m):
-        l = links[q]
-        local[l] = -1
-        if link_load[l] > peak[l]:
-            peak[l] = link_load[l]
-    # new finish times, and the refilled rows back into the order, sorted by rate
+        local[links[q]] = -1
     for f in rows:
         r = rate[f]
         _heap_set(hp, pos, fin, meta, f, clock_s + rem0[f] / r if r > 0.0 else np.inf)
-    by_rate = np.argsort(rate[rows], kind="mergesort")
-    for i in range(k):
-        order[p + i] = rows[by_rate[i]]
-    meta[1] = p + k
+    return links[:m]
+
+
+@numba.njit(cache=True)
+def _record_peak(st: FluidState, links: IntArray) -> None:  # pragma: no cover - compiled
+    link_load, peak = st[LOAD], st[PEAK]
+    for l in links:
+        if link_load[l] > peak[l]:
+            peak[l] = link_load[l]
 
 
 @numba.njit(cache=True)
@@ -330,6 +383,135 @@ def _first_at_least(
 
 
 @numba.njit(cache=True)
+def _refill_suffix(
+    f_ptr: IntArray,
+    c_idx: IntArray,
+    cap: FloatArray,
+    weight: FloatArray,
+    alive: BoolArray,
+    st: FluidState,
+    r_min: float,
+    clock_s: float,
+    grow: float,
+) -> None:  # pragma: no cover - compiled
+    """Refill every alive row at or above ``r_min`` (all of them for ``r_min = 0``) and keep
+    ``order`` sorted by rate."""
+    rate, order, meta = st[RATE], st[ORDER], st[META]
+    p = _first_at_least(rate, order, meta[M_ORDER], r_min * (1.0 - REFILL_MARGIN))
+    k = 0
+    for i in range(p, meta[M_ORDER]):
+        if alive[order[i]]:
+            k += 1
+    rows = np.empty(k, dtype=np.int64)
+    k = 0
+    for i in range(p, meta[M_ORDER]):
+        if alive[order[i]]:
+            rows[k] = order[i]
+            k += 1
+    _record_peak(st, _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, grow))
+    by_rate = np.argsort(rate[rows], kind="mergesort")
+    for i in range(k):
+        order[p + i] = rows[by_rate[i]]
+    meta[M_ORDER] = p + k
+
+
+@numba.njit(cache=True)
+def _closure(
+    f_ptr: IntArray,
+    c_idx: IntArray,
+    cap: FloatArray,
+    weight: FloatArray,
+    alive: BoolArray,
+    st: FluidState,
+    l_ptr: IntArray,
+    l_rows: IntArray,
+    new_from: int,
+    clock_s: float,
+    limit: int,
+) -> bool:  # pragma: no cover - compiled
+    """Exact re-solve after rows left (their load fell on the ``touched`` links) or joined
+    (rows ``new_from`` on): refill only the new rows and the rows whose bottleneck certificate
+    breaks, until every row has one again.
+
+    An allocation is max-min fair iff it is feasible and every flow crosses a saturated link
+    on which no flow is faster (its bottleneck). Every row keeps the link that froze it
+    (``bott``). Rows whose certificate link lost load, or on whose links a refilled row now
+    freezes below them, join the refilled set ``S``; ``S`` is refilled with the other rows'
+    load frozen (always feasible) and the links it crosses are checked again, until no
+    certificate breaks. New rows start in ``S``. Returns False (the caller solves from
+    scratch) when ``S`` would exceed ``limit`` rows.
+    """
+    rate, bott, rmark = st[RATE], st[BOTT], st[RMARK]
+    link_load, lmark, touched, tmark, meta = st[LOAD], st[LMARK], st[TOUCHED], st[TMARK], st[META]
+    meta[M_STAMP] += 1
+    stamp = meta[M_STAMP]
+    chk = st[CHK]
+    nc = 0
+    for i in range(meta[M_TOUCHED]):
+        q = touched[i]
+        tmark[q] = 0
+        lmark[q] = stamp
+        chk[nc] = q
+        nc += 1
+    meta[M_TOUCHED] = 0
+    S = np.empty(limit, dtype=np.int64)
+    ns = 0
+    for g in range(new_from, alive.size):
+        if alive[g]:
+            if ns == limit:
+                return False
+            rmark[g] = stamp
+            S[ns] = g
+            ns += 1
+    added = ns
+    while True:
+        if added:
+            meta[M_ROUNDS] += 1
+            _refill(f_ptr, c_idx, cap, weight, st, S[:ns], clock_s, 1.0)
+            for i in range(ns - added, ns):
+                f = S[i]
+                for j in range(f_ptr[f], f_ptr[f + 1]):
+                    q = c_idx[j]
+                    if lmark[q] != stamp:
+                        lmark[q] = stamp
+                        chk[nc] = q
+                        nc += 1
+        added = 0
+        for i in range(nc):
+            q = chk[i]
+            c = cap[q]
+            if not c < np.inf:
+                continue
+            saturated = link_load[q] >= c * (1.0 - CERT_RTOL)
+            top = 0.0  # fastest row on q
+            s_lev = -1.0  # level at which refilled rows froze on q
+            for z in range(l_ptr[q], l_ptr[q + 1]):
+                g = l_rows[z]
+                if alive[g]:
+                    r = rate[g]
+                    if r > top:
+                        top = r
+                    if rmark[g] == stamp and bott[g] == q and r > s_lev:
+                        s_lev = r
+            for z in range(l_ptr[q], l_ptr[q + 1]):
+                g = l_rows[z]
+                if not alive[g] or rmark[g] == stamp:
+                    continue
+                r = rate[g]
+                broken = bott[g] == q and (not saturated or r < top * (1.0 - CERT_RTOL))
+                if broken or (s_lev >= 0.0 and r > s_lev * (1.0 + CERT_RTOL)):
+                    if ns == limit:
+                        return False
+                    rmark[g] = stamp
+                    S[ns] = g
+                    ns += 1
+                    added += 1
+        if added == 0:
+            _record_peak(st, chk[:nc])
+            return True
+
+
+@numba.njit(cache=True)
 def _solve(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -337,32 +519,47 @@ def _solve(
     weight: FloatArray,
     alive: BoolArray,
     st: FluidState,
+    l_ptr: IntArray,
+    l_rows: IntArray,
     mode: int,
     r_min: float,
+    new_from: int,
     clock_s: float,
     grow: float,
 ) -> None:  # pragma: no cover - compiled
-    rate, pos, order, link_load, meta = st[0], st[5], st[6], st[7], st[8]
-    if mode == FULL_SOLVE:
-        link_load[:] = 0.0
-        meta[0] = 0
-        n = 0
-        for f in range(alive.size):
-            pos[f] = -1
-            if alive[f]:
-                # rows keep their (rem0, t0, rate) history; zero rate = nothing sent since t0
-                order[n] = f
-                n += 1
-        meta[1] = n
-        for f in range(alive.size):
-            if alive[f] and rate[f] > 0.0 and rate[f] < np.inf:
+    rate, pos, order, link_load, meta = st[RATE], st[POS], st[ORDER], st[LOAD], st[META]
+    meta[M_SOLVES] += 1
+    if mode == REFILL:
+        if grow > 1.0:
+            _refill_suffix(f_ptr, c_idx, cap, weight, alive, st, r_min, clock_s, grow)
+            return
+        limit = max(64, alive.size // 2)
+        if _closure(f_ptr, c_idx, cap, weight, alive, st, l_ptr, l_rows, new_from, clock_s, limit):
+            return
+        meta[M_FALLBACKS] += 1
+    # from scratch: every alive row, loads rebuilt from the rates held since t0
+    touched, tmark = st[TOUCHED], st[TMARK]
+    for i in range(meta[M_TOUCHED]):
+        tmark[touched[i]] = 0
+    meta[M_TOUCHED] = 0
+    link_load[:] = 0.0
+    meta[M_HEAP] = 0
+    n = 0
+    for f in range(alive.size):
+        pos[f] = -1
+        if alive[f]:
+            # rows keep their (rem0, t0, rate) history; zero rate = nothing sent since t0
+            order[n] = f
+            n += 1
+            if rate[f] > 0.0 and rate[f] < np.inf:
                 for j in range(f_ptr[f], f_ptr[f + 1]):
                     link_load[c_idx[j]] += weight[f] * rate[f]
-        _refill(f_ptr, c_idx, cap, weight, alive, st, 0, clock_s, grow)
+    meta[M_ORDER] = 0
+    if grow > 1.0:
+        meta[M_ORDER] = n
+        _refill_suffix(f_ptr, c_idx, cap, weight, alive, st, 0.0, clock_s, grow)
     else:
-        p = _first_at_least(rate, order, meta[1], r_min * (1.0 - REFILL_MARGIN))
-        _refill(f_ptr, c_idx, cap, weight, alive, st, p, clock_s, grow)
-    meta[2] += 1
+        _record_peak(st, _refill(f_ptr, c_idx, cap, weight, st, order[:n].copy(), clock_s, grow))
 
 
 @numba.njit(cache=True)
@@ -376,29 +573,50 @@ def fluid_advance(
     slot: IntArray,
     live: IntArray,
     st: FluidState,
+    l_ptr: IntArray,
+    l_rows: IntArray,
     clock_s: float,
     until_s: float,
     mode: int,
     r_min: float,
+    new_from: int,
     grow: float,
     done_rtol: float,
 ) -> tuple[float, int, float, bool]:  # pragma: no cover - compiled
     """Run the in-flight rows from ``clock_s`` towards ``until_s``.
 
-    Rates are (re)computed as ``mode`` says (:data:`FULL_SOLVE`, :data:`REFILL` above
-    ``r_min``, or :data:`RATES_VALID`). Stops at ``until_s``, or as soon as flow completions
-    leave some slot (a job's round) with no live row (``live[slot]`` counts them), or when no
-    row can progress. ``alive``, ``live`` and the state ``st`` are updated in place.
+    Rates are (re)computed as ``mode`` says (:data:`FULL_SOLVE`, :data:`REFILL` after
+    completions or after rows ``new_from`` on joined, or :data:`RATES_VALID`). Stops at
+    ``until_s``, or as soon as flow completions leave some slot (a job's round) with no live
+    row (``live[slot]`` counts them), or when no row can progress. ``alive``, ``live`` and the
+    state ``st`` are updated in place; ``(l_ptr, l_rows)`` are the rows of each link
+    (:func:`link_rows`).
 
     Returns ``(clock_s, mode, r_min, round_done)``.
     """
-    rate, fin, hp, pos, link_load, meta = st[0], st[3], st[4], st[5], st[7], st[8]
+    rate, fin, hp, pos = st[RATE], st[FIN], st[HEAP], st[POS]
+    link_load, touched, tmark, meta = st[LOAD], st[TOUCHED], st[TMARK], st[META]
     while True:
         if mode != RATES_VALID:
-            _solve(f_ptr, c_idx, cap, weight, alive, st, mode, r_min, clock_s, grow)
+            _solve(
+                f_ptr,
+                c_idx,
+                cap,
+                weight,
+                alive,
+                st,
+                l_ptr,
+                l_rows,
+                mode,
+                r_min,
+                new_from,
+                clock_s,
+                grow,
+            )
+            new_from = alive.size
             mode = RATES_VALID
             r_min = np.inf
-        if meta[0] == 0 or fin[hp[0]] > until_s:
+        if meta[M_HEAP] == 0 or fin[hp[0]] > until_s:
             if until_s < np.inf:
                 clock_s = max(clock_s, until_s)
             return clock_s, mode, r_min, False
@@ -406,7 +624,7 @@ def fluid_advance(
         dt = t_next - clock_s
         clock_s = t_next
         done = False
-        while meta[0] > 0:
+        while meta[M_HEAP] > 0:
             g = hp[0]
             r = rate[g]
             if r < np.inf and r * (fin[g] - clock_s) > size[g] * done_rtol + r * dt * 1e-12:
@@ -415,7 +633,12 @@ def fluid_advance(
             alive[g] = False
             if r > 0.0 and r < np.inf:
                 for j in range(f_ptr[g], f_ptr[g + 1]):
-                    link_load[c_idx[j]] -= weight[g] * r
+                    q = c_idx[j]
+                    link_load[q] -= weight[g] * r
+                    if tmark[q] == 0:
+                        tmark[q] = 1
+                        touched[meta[M_TOUCHED]] = q
+                        meta[M_TOUCHED] += 1
             live[slot[g]] -= 1
             if live[slot[g]] == 0:
                 done = True
@@ -427,11 +650,22 @@ def fluid_advance(
 
 
 @numba.njit(cache=True)
+def rebuild_heap(alive: BoolArray, st: FluidState) -> None:  # pragma: no cover - compiled
+    """Put every alive row back into the finish-time heap (after rows were renumbered)."""
+    fin, hp, pos, meta = st[FIN], st[HEAP], st[POS], st[META]
+    meta[M_HEAP] = 0
+    pos[:] = -1
+    for f in range(alive.size):
+        if alive[f]:
+            _heap_set(hp, pos, fin, meta, f, fin[f])
+
+
+@numba.njit(cache=True)
 def remaining_at(
     alive: BoolArray, st: FluidState, clock_s: float
 ) -> FloatArray:  # pragma: no cover - compiled
     """Remaining bits of every row at ``clock_s`` (0 for finished rows)."""
-    rate, rem0, t0 = st[0], st[1], st[2]
+    rate, rem0, t0 = st[RATE], st[REM0], st[T0]
     out = np.zeros(alive.size)
     for f in range(alive.size):
         if alive[f]:
@@ -470,10 +704,11 @@ def fluid_run(
     for k in range(f_idx.size):
         glob[c_idx[k]] = f_idx[k]
     st = new_state(n, c_cap.size)
-    st[1][:] = np.where(alive, remaining, 0.0)
+    st[REM0][:] = np.where(alive, remaining, 0.0)
     slot = np.zeros(n, dtype=np.int64)
     t = 0.0
     if live[0] > 0:
+        l_ptr, l_rows = link_rows(f_ptr, c_idx, c_cap.size)
         t, _, _, done = fluid_advance(
             f_ptr,
             c_idx,
@@ -484,13 +719,16 @@ def fluid_run(
             slot,
             live,
             st,
+            l_ptr,
+            l_rows,
             0.0,
             until_s,
             FULL_SOLVE,
             np.inf,
+            n,
             grow,
             done_rtol,
         )
         if not done and t < until_s:
             t = np.inf  # some flow can never finish (zero capacity)
-    return t, remaining_at(alive, st, t), glob, st[10]
+    return t, remaining_at(alive, st, t), glob, st[PEAK]
