@@ -8,7 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
-from lumoscore.decompose import check_symmetric_decomposition, symmetric_decomposition
+from lumoscore.decompose import (
+    BadShapeError,
+    NotSymmetricError,
+    OddDiagonalError,
+    check_symmetric_decomposition,
+    symmetric_decomposition,
+    symmetric_decomposition_batch,
+)
 
 
 @st.composite
@@ -186,3 +193,59 @@ def test_checker_truncates_long_reports() -> None:
     msgs = check_symmetric_decomposition(C, np.zeros((30, 30), dtype=np.int64))
     assert any(m.startswith("... and ") for m in msgs)
     assert len(msgs) < 60
+
+
+# ---- batches ---------------------------------------------------------------------------------
+def _block_diagonal(stack: np.ndarray) -> np.ndarray:
+    k, n, _ = stack.shape
+    big = np.zeros((k * n, k * n), dtype=np.int64)
+    for b in range(k):
+        big[b * n : (b + 1) * n, b * n : (b + 1) * n] = stack[b]
+    return big
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 5).flatmap(
+        lambda k: st.integers(1, 12).flatmap(
+            lambda n: st.tuples(
+                st.lists(
+                    symmetric_matrices(max_n=n).filter(lambda C: C.shape[0] == n),
+                    min_size=k,
+                    max_size=k,
+                ),
+                st.integers(0, 2**32 - 1),
+                st.booleans(),
+            )
+        )
+    )
+)
+def test_batch_is_the_block_diagonal_decomposition(args) -> None:
+    """symmetric_decomposition_batch == symmetric_decomposition of the block-diagonal matrix,
+    block by block (same flow), and every block meets Theorem 2.1."""
+    mats, seed, with_prefer = args
+    stack = np.stack(mats)
+    k, n, _ = stack.shape
+    prefer = None
+    if with_prefer:
+        rng = np.random.default_rng(seed)
+        prefer = rng.integers(0, 4, size=stack.shape)
+    got = symmetric_decomposition_batch(stack, prefer=prefer)
+    big = symmetric_decomposition(
+        _block_diagonal(stack), prefer=None if prefer is None else _block_diagonal(prefer)
+    )
+    for b in range(k):
+        assert (got[b] == big[b * n : (b + 1) * n, b * n : (b + 1) * n]).all()
+        assert_theorem(stack[b], got[b], entrywise=prefer is None)
+
+
+def test_batch_errors_name_the_matrix() -> None:
+    good = np.array([[0, 1], [1, 0]])
+    with pytest.raises(NotSymmetricError, match=r"C\[1\]"):
+        symmetric_decomposition_batch(np.stack([good, np.array([[0, 1], [2, 0]])]))
+    with pytest.raises(OddDiagonalError, match=r"C\[0\]"):
+        symmetric_decomposition_batch(np.array([[[1, 0], [0, 0]]]))
+    with pytest.raises(BadShapeError):
+        symmetric_decomposition_batch(good)
+    with pytest.raises(BadShapeError, match="prefer"):
+        symmetric_decomposition_batch(good[None], prefer=np.zeros((1, 3, 3)))

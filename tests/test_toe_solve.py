@@ -10,6 +10,9 @@ from hypothesis import strategies as st
 from lumoscore.errors import ConfigError
 from lumoscore.toe import configure, evaluate, random_demand, verify_configuration
 from lumoscore.toe.errors import CurrentConfigError, DemandError, WiringMismatchError
+from lumoscore.toe.mdmcf import merge_decompose
+from lumoscore.toe.model import PortModel, channel_counts
+from lumoscore.toe.solve import SMALL_UNITS, _mdmcf_counts, forward_split
 from lumoscore.topology import ClusterSpec, build_wiring, verify_circuits
 
 
@@ -164,3 +167,55 @@ def test_verifier_agrees_with_topology_verifier_on_corruptions(seed: int, how: s
     mine = verify_configuration(w, x, C)
     theirs = verify_circuits(w, x, C)
     assert mine and theirs
+
+
+# ---- mdmcf: the bipartitions it skips cannot change its answer --------------------------------
+def _all_bipartitions(C: np.ndarray, model, cur: np.ndarray) -> np.ndarray:
+    """``mdmcf`` counts running every bipartition (halves, then the peel orders), keeping per
+    group the least rewiring: the procedure without the lower-bound shortcut."""
+    u = channel_counts(model, cur)[:, :, 0]
+    A = forward_split(C, u.sum(axis=1))
+    n_ch = (model.chan_ocs[:, :, 0] >= 0).sum(axis=1)
+    x = merge_decompose(A, u, model.cap, n_channels=n_ch, split="halves")
+    orders = [np.broadcast_to(np.arange(model.channels), (model.groups, model.channels))]
+    if (n_ch == model.channels).all() and A.sum() <= SMALL_UNITS:
+        overlap = np.minimum(u, A[:, None]).sum(axis=(2, 3))
+        orders.append(np.argsort(-overlap, axis=1, kind="stable"))
+        rng = np.random.default_rng(0)
+        orders += [np.argsort(rng.random((model.groups, model.channels)), axis=1) for _ in range(2)]
+    best = np.abs(x - u).sum(axis=(1, 2, 3))
+    for order in orders:
+        uo = np.take_along_axis(u, order[:, :, None, None], axis=1)
+        co = np.take_along_axis(model.cap, order[:, :, None, None], axis=1)
+        yo = merge_decompose(A, uo, co, n_channels=n_ch, split="peel")
+        y = np.empty_like(yo)
+        np.put_along_axis(y, order[:, :, None, None], yo, axis=1)
+        cost = np.abs(y - u).sum(axis=(1, 2, 3))
+        x = np.where((cost < best)[:, None, None, None], y, x)
+        best = np.minimum(cost, best)
+    return x
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    P=st.sampled_from([3, 4, 6, 8]),
+    half_k=st.integers(2, 4),
+    H=st.integers(1, 3),
+    change=st.sampled_from([0.05, 0.2, 0.6]),
+)
+def test_mdmcf_counts_equal_the_full_bipartition_search(seed, P, half_k, H, change) -> None:
+    """The halves split meeting sum |A - sum_c u_c| for every group is final: the counts equal
+    those of running every bipartition, and never beat that lower bound."""
+    rng = np.random.default_rng(seed)
+    K = 2 * half_k
+    w = build_wiring(_spec(P, K, H), "cross")
+    C = _demands(rng, H, P, K, 0.9)
+    cur = configure(C, w).circuits
+    C2 = np.stack([random_demand(P, K, rng, previous=c, change=change) for c in C])
+    model = PortModel.from_wiring(w)
+    got = _mdmcf_counts(C2, model, cur, np.arange(H))
+    assert (got == _all_bipartitions(C2, model, cur)).all()
+    u = channel_counts(model, cur)[:, :, 0]
+    A = got.sum(axis=1)
+    assert (np.abs(got - u).sum(axis=(1, 2, 3)) >= np.abs(A - u.sum(axis=1)).sum(axis=(1, 2))).all()

@@ -5,7 +5,8 @@ The two theorems every OCS-configuration and logical-topology algorithm relies o
 with OR-Tools' min-cost flow:
 
 * :func:`symmetric_decomposition` -- ``C = A + A.T`` with balanced row/column sums
-  (entrywise balanced by default, or closest to a preferred ``A``).
+  (entrywise balanced by default, or closest to a preferred ``A``);
+  :func:`symmetric_decomposition_batch` splits a stack of matrices in one flow.
 * :func:`integer_decomposition` -- ``C = X[0] + ... + X[K-1]`` with every part's entries,
   row sums and column sums within ``floor``/``ceil`` of ``1/K`` of ``C``'s;
   :func:`integer_decomposition_sparse` returns the same parts as COO arrays.
@@ -42,6 +43,7 @@ from lumoscore.decompose.integer import (
 from lumoscore.decompose.symmetric import (
     check_symmetric_decomposition,
     symmetric_decomposition,
+    symmetric_decomposition_batch,
 )
 
 __all__ = [
@@ -57,4 +59,5 @@ __all__ = [
     "integer_decomposition",
     "integer_decomposition_sparse",
     "symmetric_decomposition",
+    "symmetric_decomposition_batch",
 ]

@@ -57,7 +57,11 @@ from lumoscore.decompose.validation import (
     require_symmetric,
 )
 
-__all__ = ["check_symmetric_decomposition", "symmetric_decomposition"]
+__all__ = [
+    "check_symmetric_decomposition",
+    "symmetric_decomposition",
+    "symmetric_decomposition_batch",
+]
 
 
 def _validated_symmetric(C: Any) -> np.ndarray:
@@ -82,6 +86,40 @@ def _pair_bounds(
     down0 = np.maximum(a0 - flat_from, 0)
     up0 = np.maximum(flat_from - a0, 0)
     return a0, [down0, a0 - down0], [up0, c - a0 - up0]
+
+
+def _split_pairs(
+    n: int,
+    i: np.ndarray,
+    j: np.ndarray,
+    c: np.ndarray,
+    p_ij: np.ndarray | None,
+    p_ji: np.ndarray | None,
+    R: np.ndarray,
+    half_diag: np.ndarray,
+) -> np.ndarray:
+    """``a = A_ij`` of every pair ``i < j`` (values ``c``) of an ``n``-node matrix with row sums
+    ``R`` and ``A_ii = half_diag``: the min-cost flow of the module docstring."""
+    a0, down, up = _pair_bounds(c, p_ij, p_ji)
+    # Row sums of the base matrix and the [lo, hi] targets of Theorem 2.1.
+    lo, hi = floor_ceil_div(R, 2)
+    r0 = half_diag + group_sums(i, a0, n) + group_sums(j, c - a0, n)
+    supplies = np.empty(n + 1, dtype=np.int64)
+    supplies[:n] = r0 - hi
+    supplies[n] = -supplies[:n].sum()
+
+    # Pair arcs, one block of m arcs per tier: "down" tiers i -> j lower a, "up" tiers raise it;
+    # tier t costs t per unit. Then S -> pod arcs of capacity ceil - floor.
+    m = len(i)
+    tiers = down + up
+    tier_cost = [*range(len(down)), *range(len(up))]
+    tails = np.concatenate([i] * len(down) + [j] * len(up) + [np.full(n, n)])
+    heads = np.concatenate([j] * len(down) + [i] * len(up) + [np.arange(n)])
+    upper = np.concatenate([*tiers, hi - lo])
+    costs = np.repeat(np.array([*tier_cost, 0], dtype=np.int64), [m] * len(tiers) + [n])
+    flow = solve_bounded_flow(n + 1, tails, heads, np.zeros_like(upper), upper, costs, supplies)
+    moves = flow[: m * len(tiers)].reshape(len(tiers), m)
+    return a0 - moves[: len(down)].sum(axis=0) + moves[len(down) :].sum(axis=0)
 
 
 def symmetric_decomposition(C: Any, *, prefer: Any = None) -> np.ndarray:
@@ -142,35 +180,78 @@ def symmetric_decomposition(C: Any, *, prefer: Any = None) -> np.ndarray:
             raise BadShapeError(f"prefer has shape {P.shape}; allowed: the shape of C, {C.shape}")
 
     A = np.zeros_like(C)
-    np.fill_diagonal(A, np.diagonal(C) // 2)
+    half_diag = np.diagonal(C) // 2
+    np.fill_diagonal(A, half_diag)
     i, j = np.nonzero(np.triu(C, 1))
     c = C[i, j]
     p_ij = None if P is None else P[i, j]
     p_ji = None if P is None else P[j, i]
-    a0, down, up = _pair_bounds(c, p_ij, p_ji)
-
-    # Row sums of the base matrix and the [lo, hi] targets of Theorem 2.1.
-    R = C.sum(axis=1)
-    lo, hi = floor_ceil_div(R, 2)
-    r0 = np.diagonal(C) // 2 + group_sums(i, a0, n) + group_sums(j, c - a0, n)
-    supplies = np.empty(n + 1, dtype=np.int64)
-    supplies[:n] = r0 - hi
-    supplies[n] = -supplies[:n].sum()
-
-    # Pair arcs, one block of m arcs per tier: "down" tiers i -> j lower a, "up" tiers raise it;
-    # tier t costs t per unit. Then S -> pod arcs of capacity ceil - floor.
-    m = len(i)
-    tiers = down + up
-    tier_cost = [*range(len(down)), *range(len(up))]
-    tails = np.concatenate([i] * len(down) + [j] * len(up) + [np.full(n, n)])
-    heads = np.concatenate([j] * len(down) + [i] * len(up) + [np.arange(n)])
-    upper = np.concatenate([*tiers, hi - lo])
-    costs = np.repeat(np.array([*tier_cost, 0], dtype=np.int64), [m] * len(tiers) + [n])
-    flow = solve_bounded_flow(n + 1, tails, heads, np.zeros_like(upper), upper, costs, supplies)
-    moves = flow[: m * len(tiers)].reshape(len(tiers), m)
-    a = a0 - moves[: len(down)].sum(axis=0) + moves[len(down) :].sum(axis=0)
+    a = _split_pairs(n, i, j, c, p_ij, p_ji, C.sum(axis=1), half_diag)
     A[i, j] = a
     A[j, i] = c - a
+    return A
+
+
+def symmetric_decomposition_batch(C: Any, *, prefer: Any = None) -> np.ndarray:
+    """:func:`symmetric_decomposition` of every matrix of a stack, in one min-cost flow.
+
+    The result is exactly ``symmetric_decomposition`` of the block-diagonal matrix with the
+    blocks ``C[0], C[1], ...`` (and ``prefer`` likewise), read back block by block -- without
+    building that matrix: the flow network is made from the stack directly.
+
+    Parameters
+    ----------
+    C : array_like
+        ``(k, n, n)`` stack of square, symmetric, non-negative integer matrices with even
+        diagonals.
+    prefer : array_like, optional
+        ``(k, n, n)`` preferred decompositions (see :func:`symmetric_decomposition`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64`` stack ``A`` with ``C[b] == A[b] + A[b].T`` meeting Theorem 2.1 for every
+        ``b``.
+
+    Raises
+    ------
+    BadShapeError, NotSymmetricError, NegativeEntriesError, NonIntegerError, OddDiagonalError
+        As :func:`symmetric_decomposition` (the message names the matrix ``C[b]``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> C = np.array([[[0, 3], [3, 0]], [[0, 1], [1, 0]]])
+    >>> A = symmetric_decomposition_batch(C)
+    >>> bool((A + A.transpose(0, 2, 1) == C).all()), A[:, 0, 1].tolist()
+    (True, [2, 1])
+    """
+    C = as_integer_matrix(C, name="C", ndim=3)
+    k, n, n2 = C.shape
+    if n != n2:
+        raise BadShapeError(f"C must be a stack of square matrices (k, n, n), got {C.shape}")
+    for b in np.flatnonzero((C.transpose(0, 2, 1) != C).any(axis=(1, 2)))[:1]:
+        require_symmetric(C[b], name=f"C[{b}]")
+    diag = np.diagonal(C, axis1=1, axis2=2)
+    for b in np.flatnonzero((diag % 2 != 0).any(axis=1))[:1]:
+        require_even_diagonal(C[b], name=f"C[{b}]")
+    P = None
+    if prefer is not None:
+        P = as_integer_matrix(prefer, name="prefer", ndim=3)
+        if P.shape != C.shape:
+            raise BadShapeError(f"prefer has shape {P.shape}; allowed: the shape of C, {C.shape}")
+    A = np.zeros_like(C)
+    half_diag = diag // 2
+    A[:, np.arange(n), np.arange(n)] = half_diag
+    g, il, jl = np.nonzero(np.triu(C, 1))
+    c = C[g, il, jl]
+    p_ij = None if P is None else P[g, il, jl]
+    p_ji = None if P is None else P[g, jl, il]
+    a = _split_pairs(
+        k * n, g * n + il, g * n + jl, c, p_ij, p_ji, C.sum(axis=2).ravel(), half_diag.ravel()
+    )
+    A[g, il, jl] = a
+    A[g, jl, il] = c - a
     return A
 
 

@@ -207,8 +207,6 @@ def merge_decompose(
                 f"has only {tot[h, i]} ports on that side"
             )
     x = np.zeros((H, n_chan, P, P), dtype=np.int64)
-    u_cum = np.zeros((H, n_chan + 1, P, P), dtype=np.int64)
-    np.cumsum(u, axis=1, out=u_cum[:, 1:])
     c_cum = np.zeros((H, n_chan + 1, 2, P), dtype=np.int64)
     np.cumsum(cap, axis=1, out=c_cum[:, 1:])
 
@@ -217,7 +215,11 @@ def merge_decompose(
     sub_hi = nch.copy()
     e_h, e_i, e_j = np.nonzero(A)
     e_sub, e_a = e_h.astype(np.int64), A[e_h, e_i, e_j]
-    pods = np.arange(P)
+    # current circuits of every entry of A, cumulated over the channels: a sub-problem's
+    # share of an entry is a difference of two of these (entries keep their origin ``e_o``)
+    u_cum = np.zeros((len(e_a), n_chan + 1), dtype=np.int64)
+    np.cumsum(u[e_h, :, e_i, e_j], axis=1, out=u_cum[:, 1:])
+    e_o = np.arange(len(e_a))
     while len(e_sub):
         # leaves: one channel left
         leaf = (sub_hi - sub_lo) == 1
@@ -225,7 +227,8 @@ def merge_decompose(
         if el.any():
             s = e_sub[el]
             x[sub_h[s], sub_lo[s], e_i[el], e_j[el]] = e_a[el]
-            e_sub, e_i, e_j, e_a = e_sub[~el], e_i[~el], e_j[~el], e_a[~el]
+            keep = ~el
+            e_sub, e_i, e_j, e_a, e_o = e_sub[keep], e_i[keep], e_j[keep], e_a[keep], e_o[keep]
         live = np.unique(e_sub)
         if len(live) == 0:
             break
@@ -236,35 +239,31 @@ def merge_decompose(
         m = len(live)
         mid = sub_lo + (sub_hi - sub_lo) // 2 if split == "halves" else sub_lo + 1
 
-        def caps(side: int, lo: IntArray, hi: IntArray, sh: IntArray = sub_h) -> IntArray:
-            return (
-                c_cum[sh[:, None], hi[:, None], side, pods]
-                - c_cum[sh[:, None], lo[:, None], side, pods]
-            )
-
-        g1f, g2f = caps(0, sub_lo, mid), caps(0, mid, sub_hi)
-        g1b, g2b = caps(1, sub_lo, mid), caps(1, mid, sub_hi)
+        c_lo, c_mid, c_hi = c_cum[sub_h, sub_lo], c_cum[sub_h, mid], c_cum[sub_h, sub_hi]
+        g1, g2 = c_mid - c_lo, c_hi - c_mid  # (m, 2, P): forward / backward ports per half
         R = np.bincount(e_sub * P + e_i, weights=e_a, minlength=m * P).reshape(m, P)
         S = np.bincount(e_sub * P + e_j, weights=e_a, minlength=m * P).reshape(m, P)
         R, S = R.astype(np.int64), S.astype(np.int64)
-        eh = sub_h[e_sub]
-        u1 = u_cum[eh, mid[e_sub], e_i, e_j] - u_cum[eh, sub_lo[e_sub], e_i, e_j]
-        u2 = u_cum[eh, sub_hi[e_sub], e_i, e_j] - u_cum[eh, mid[e_sub], e_i, e_j]
+        uo = u_cum[e_o]
+        u_lo = uo[np.arange(len(e_o)), sub_lo[e_sub]]
+        u_mid = uo[np.arange(len(e_o)), mid[e_sub]]
+        u_hi = uo[np.arange(len(e_o)), sub_hi[e_sub]]
         x1 = two_channel_split(
             e_sub,
             e_i,
             e_j,
             e_a,
-            u1,
-            u2,
-            (np.maximum(R - g2f, 0), np.minimum(g1f, R)),
-            (np.maximum(S - g2b, 0), np.minimum(g1b, S)),
+            u_mid - u_lo,
+            u_hi - u_mid,
+            (np.maximum(R - g2[:, 0], 0), np.minimum(g1[:, 0], R)),
+            (np.maximum(S - g2[:, 1], 0), np.minimum(g1[:, 1], S)),
         )
         x2 = e_a - x1
         first, second = x1 > 0, x2 > 0
         e_sub = np.concatenate([2 * e_sub[first], 2 * e_sub[second] + 1])
         e_i = np.concatenate([e_i[first], e_i[second]])
         e_j = np.concatenate([e_j[first], e_j[second]])
+        e_o = np.concatenate([e_o[first], e_o[second]])
         e_a = np.concatenate([x1[first], x2[second]])
         sub_h = np.repeat(sub_h, 2)
         sub_lo, sub_hi = (

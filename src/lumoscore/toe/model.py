@@ -445,12 +445,32 @@ def check_current(model: PortModel, circuits: Any, *, groups: Any = None) -> lis
     return out
 
 
-def current_links(model: PortModel, circuits: Any, *, groups: Any = None) -> IntArray:
+def _checked_circuits(model: PortModel, circuits: Any, groups: Any, check: bool) -> IntArray:
+    """``circuits`` as an ``(n, 6)`` int64 array; with ``check``, raise if they break the
+    wiring (:func:`check_current`)."""
+    if not check:
+        if circuits is None:
+            return np.zeros((0, 6), dtype=np.int64)
+        return np.asarray(circuits, dtype=np.int64).reshape(-1, 6)
+    c = _as_circuits(circuits)
+    if len(c):
+        problems = check_current(model, c, groups=groups)
+        if problems:
+            raise CurrentConfigError(
+                "current configuration does not fit the wiring: " + "; ".join(problems[:3])
+            )
+    return c
+
+
+def current_links(
+    model: PortModel, circuits: Any, *, groups: Any = None, check: bool = True
+) -> IntArray:
     """Links of a configuration as rows ``[h, channel, pod_a, port_a, pod_b, port_b]``.
 
     One row per forward circuit of a paired channel (``a`` = forward end) and per circuit of a
     self-paired channel with ``(pod_a, port_a) < (pod_b, port_b)``; ``h`` is the position of
-    the group in ``groups``. Circuits that do not fit the wiring raise.
+    the group in ``groups``. Circuits that do not fit the wiring raise (``check=False`` skips
+    that test, for an ``int64`` array already checked by :func:`check_current`).
 
     Examples
     --------
@@ -460,12 +480,7 @@ def current_links(model: PortModel, circuits: Any, *, groups: Any = None) -> Int
     >>> current_links(pm, [[0, 0, 0, 0, 1, 1], [0, 1, 1, 1, 0, 0]]).tolist()
     [[0, 0, 0, 0, 1, 1]]
     """
-    c = _as_circuits(circuits)
-    problems = check_current(model, c, groups=groups)
-    if problems:
-        raise CurrentConfigError(
-            "current configuration does not fit the wiring: " + "; ".join(problems[:3])
-        )
+    c = _checked_circuits(model, circuits, groups, check)
     H = model.groups
     gids = np.arange(H) if groups is None else np.asarray(groups, dtype=np.int64)
     pos = np.full(int(gids.max()) + 1, -1, dtype=np.int64)
@@ -483,11 +498,15 @@ def current_links(model: PortModel, circuits: Any, *, groups: Any = None) -> Int
     return np.column_stack([h, ch, c[:, 2], c[:, 3], c[:, 4], c[:, 5]])[keep]
 
 
-def channel_counts(model: PortModel, circuits: Any, *, groups: Any = None) -> IntArray:
+def channel_counts(
+    model: PortModel, circuits: Any, *, groups: Any = None, check: bool = True
+) -> IntArray:
     """Circuits per ``(h, channel, direction, tx_pod, rx_pod)``: shape ``(H, n_chan, 2, P, P)``.
 
     Direction 0 counts circuits whose Tx is on the forward (or self-paired) side, direction 1
     those whose Tx is on the backward side. The per-OCS pod-pair counts ``u_ijk`` of the papers.
+    Circuits that do not fit the wiring raise (``check=False`` skips that test, for an
+    ``int64`` array already checked by :func:`check_current`).
 
     Examples
     --------
@@ -498,24 +517,19 @@ def channel_counts(model: PortModel, circuits: Any, *, groups: Any = None) -> In
     >>> int(u[0, 0, 0, 0, 1]), int(u[0, 0, 1, 1, 0])
     (1, 1)
     """
-    c = _as_circuits(circuits)
     H, P, n_chan = model.groups, model.pods, model.channels
-    out = np.zeros((H, n_chan, 2, P, P), dtype=np.int64)
+    c = _checked_circuits(model, circuits, groups, check)
     if len(c) == 0:
-        return out
-    problems = check_current(model, c, groups=groups)
-    if problems:
-        raise CurrentConfigError(
-            "current configuration does not fit the wiring: " + "; ".join(problems[:3])
-        )
+        return np.zeros((H, n_chan, 2, P, P), dtype=np.int64)
     gids = np.arange(H) if groups is None else np.asarray(groups, dtype=np.int64)
     pos = np.full(int(gids.max()) + 1, -1, dtype=np.int64)
     pos[gids] = np.arange(H)
     h = pos[c[:, 0]]
     ch = model.channel[h, c[:, 2], c[:, 3]]
     d = (model.side[h, c[:, 2], c[:, 3]] == 1).astype(np.int64)
-    np.add.at(out, (h, ch, d, c[:, 2], c[:, 4]), 1)
-    return out
+    key = (((h * n_chan + ch) * 2 + d) * P + c[:, 2]) * P + c[:, 4]
+    out = np.bincount(key, minlength=H * n_chan * 2 * P * P)
+    return out.reshape(H, n_chan, 2, P, P).astype(np.int64, copy=False)
 
 
 # ---- assembly ----------------------------------------------------------------------------
