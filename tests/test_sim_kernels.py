@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from lumoscore.sim import incidence, maxmin_rates
 from lumoscore.sim.fluid import FluidSet
 from lumoscore.sim.kernels import fluid_run
-from lumoscore.sim.plan import DONE_RTOL, RoundPlan
+from lumoscore.sim.plan import DONE_RTOL, RoundPlan, solo_state
 
 
 @st.composite
@@ -97,7 +97,9 @@ def _reference_run(paths, cap, weight, size) -> tuple[float, np.ndarray]:
 def test_fluid_run_equals_step_by_step_reference(inst) -> None:
     paths, cap, weight, size = inst
     indptr, indices = _csr(paths)
-    t, rem, links, peak = fluid_run(indptr, indices, weight, size, size, cap, np.inf, DONE_RTOL)
+    t, rem, links, peak, _, _ = fluid_run(
+        indptr, indices, weight, size, size, cap, np.inf, DONE_RTOL
+    )
     ref_t, ref_peak = _reference_run(paths, cap, weight, size)
     assert abs(t - ref_t) <= 1e-9 * t
     assert not rem.any()
@@ -134,17 +136,34 @@ def test_fluid_set_of_several_jobs_equals_one_run(inst, n_jobs: int) -> None:
     assert abs(max(ends.values()) - ref) <= 1e-9 * ref
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     fluid_instances(),
     st.lists(st.sampled_from([0.0, 0.0, 0.5, 1.0, 2.5, 4.0]), min_size=30, max_size=30),
+    st.sampled_from(["cold", "solo", "random", "random"]),
+    st.integers(0, 2**31),
 )
-def test_rates_stay_max_min_as_rounds_join_and_leave(inst, starts: list[float]) -> None:
+def test_rates_stay_max_min_as_rounds_join_and_leave(
+    inst, starts: list[float], hint: str, seed: int
+) -> None:
     """Flows join at staggered times (each its own job): after every join and every
     completion the incrementally maintained rates equal a fresh max-min solve of the flows in
-    flight, and every flow sends exactly its size."""
+    flight. Joining flows come without a warm start, with their rates alone (``solo``), or
+    with arbitrary rates and bottlenecks (``random``): a hint, never a change of result."""
     paths, cap, weight, size = inst
+    rng = np.random.default_rng(seed)
     start = np.array(starts[: len(paths)])
+
+    def warm(i: int) -> dict:
+        if hint == "cold":
+            return {}
+        if hint == "solo":
+            _, rate, bott = solo_state(_plan(paths, weight, size, [i]), cap, 0.0)
+        else:
+            rate = rng.choice([0.1, 0.5, 1.0, 3.0, np.inf], size=1)
+            bott = rng.choice(paths[i], size=1)
+        return {"rates": rate, "bottleneck": bott}
+
     fs = FluidSet(cap)
     pending = sorted(range(len(paths)), key=lambda i: (start[i], i))
     sent_at: dict[int, float] = {}
@@ -156,7 +175,8 @@ def test_rates_stay_max_min_as_rounds_join_and_leave(inst, starts: list[float]) 
         else:
             while pending and start[pending[0]] <= fs.clock_s:
                 i = pending.pop(0)
-                fs.add(i, _plan(paths, weight, size, [i]), now_s=max(fs.clock_s, start[i]))
+                now = max(fs.clock_s, start[i])
+                fs.add(i, _plan(paths, weight, size, [i]), now_s=now, **warm(i))
         fs.run_until(fs.clock_s)  # (re)solve without sending
         left = sorted(fs.jobs())
         if not left:
@@ -168,3 +188,24 @@ def test_rates_stay_max_min_as_rounds_join_and_leave(inst, starts: list[float]) 
         assert np.allclose(got, fresh, rtol=1e-9, atol=0)
     assert sorted(sent_at) == list(range(len(paths)))
     assert all(sent_at[i] > start[i] for i in sent_at)
+
+
+def test_a_wrong_warm_start_is_only_a_hint() -> None:
+    """A joining flow that claims an infinite rate still shares its link fairly."""
+    rp = RoundPlan(
+        np.array([0, 1]),
+        np.array([0]),
+        np.ones(1),
+        np.array([10.0]),
+        0.0,
+        "x",
+        0.0,
+        0.0,
+        np.array([0]),
+    )
+    fs = FluidSet(np.array([10.0]))
+    fs.add(0, rp)
+    assert not fs.run_until(0.5)
+    fs.add(1, rp, rates=np.array([np.inf]), bottleneck=np.array([0]))
+    assert fs.run_until(np.inf) and fs.clock_s == 1.5 and fs.pop_finished() == [0]
+    assert fs.run_until(np.inf) and fs.clock_s == 2.0 and fs.pop_finished() == [1]

@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.sim.kernels import (
+    BOTT,
     FULL_SOLVE,
     M_SOLVES,
     META,
@@ -114,10 +115,17 @@ class FluidSet:
         remaining: FloatArray | None = None,
         *,
         now_s: float | None = None,
+        rates: FloatArray | None = None,
+        bottleneck: IntArray | None = None,
     ) -> None:
         """Start a round's flows (or the rest of them, ``remaining`` bits per flow) at
         ``now_s`` (default: the clock). A set with flows in flight must have been run up to
-        ``now_s`` (:meth:`run_until`)."""
+        ``now_s`` (:meth:`run_until`).
+
+        ``rates`` and ``bottleneck`` (per row: rate and bottleneck link of the round alone at
+        this point, see :func:`~lumoscore.sim.plan.solo_state`) are an optional warm start
+        of an exact set: only rows whose bottleneck breaks in company are refilled.
+        """
         if job_id in self.slot_of:
             raise ValueError(f"job {job_id} already has a round in flight")
         if now_s is not None and now_s != self.clock_s:
@@ -148,6 +156,9 @@ class FluidSet:
         fresh = new_state(k, 0)
         fresh[REM0][:] = rem[idx]
         fresh[T0][:] = self.clock_s
+        if rates is not None and bottleneck is not None and self.grow == 1.0:
+            fresh[RATE][:] = rates[idx]
+            fresh[BOTT][:] = bottleneck[idx]
         self._st = tuple(  # type: ignore[assignment]
             np.concatenate([a, b]) if i < ROW_FIELDS else a
             for i, (a, b) in enumerate(zip(self._st, fresh, strict=True))

@@ -30,7 +30,7 @@ Two flows share a 10 bit/s link; one has 10 bits, the other 20. Both get 5 bit/s
 finishes at t = 2 s, then the second gets 10 bit/s and finishes its last 10 bits at t = 3 s:
 
 >>> import numpy as np
->>> t, rem, links, peak = fluid_run(
+>>> t, rem, links, peak, _, _ = fluid_run(
 ...     np.array([0, 1, 2]), np.array([0, 0]), np.ones(2), np.array([10.0, 20.0]),
 ...     np.array([10.0, 20.0]), np.array([10.0]), np.inf, 1e-9)
 >>> float(t), rem.tolist(), links.tolist(), peak.tolist()
@@ -430,15 +430,17 @@ def _closure(
     limit: int,
 ) -> bool:  # pragma: no cover - compiled
     """Exact re-solve after rows left (their load fell on the ``touched`` links) or joined
-    (rows ``new_from`` on): refill only the new rows and the rows whose bottleneck certificate
-    breaks, until every row has one again.
+    (rows ``new_from`` on): refill only the rows whose bottleneck certificate breaks, until
+    every row has one again.
 
     An allocation is max-min fair iff it is feasible and every flow crosses a saturated link
     on which no flow is faster (its bottleneck). Every row keeps the link that froze it
     (``bott``). Rows whose certificate link lost load, or on whose links a refilled row now
     freezes below them, join the refilled set ``S``; ``S`` is refilled with the other rows'
     load frozen (always feasible) and the links it crosses are checked again, until no
-    certificate breaks. New rows start in ``S``. Returns False (the caller solves from
+    certificate breaks. New rows with a rate and bottleneck (*warm*: their round's rates
+    alone, a hint) are loaded and checked like the others (a link they overload sends all its
+    rows to ``S``); new rows without start in ``S``. Returns False (the caller solves from
     scratch) when ``S`` would exceed ``limit`` rows.
     """
     rate, bott, rmark = st[RATE], st[BOTT], st[RMARK]
@@ -456,13 +458,27 @@ def _closure(
     meta[M_TOUCHED] = 0
     S = np.empty(limit, dtype=np.int64)
     ns = 0
+    fin, hp, pos, rem0 = st[FIN], st[HEAP], st[POS], st[REM0]
     for g in range(new_from, alive.size):
-        if alive[g]:
-            if ns == limit:
-                return False
-            rmark[g] = stamp
-            S[ns] = g
-            ns += 1
+        if not alive[g]:
+            continue
+        r = rate[g]
+        if r > 0.0 and r < np.inf and bott[g] >= 0:
+            # warm row (rates of its round alone): load it, check its links
+            for j in range(f_ptr[g], f_ptr[g + 1]):
+                q = c_idx[j]
+                link_load[q] += weight[g] * r
+                if lmark[q] != stamp:
+                    lmark[q] = stamp
+                    chk[nc] = q
+                    nc += 1
+            _heap_set(hp, pos, fin, meta, g, clock_s + rem0[g] / r)
+            continue
+        if ns == limit:
+            return False
+        rmark[g] = stamp
+        S[ns] = g
+        ns += 1
     added = ns
     while True:
         if added:
@@ -483,6 +499,17 @@ def _closure(
             if not c < np.inf:
                 continue
             saturated = link_load[q] >= c * (1.0 - CERT_RTOL)
+            if link_load[q] > c * (1.0 + CERT_RTOL):  # warm rows overload it: refill all
+                for z in range(l_ptr[q], l_ptr[q + 1]):
+                    g = l_rows[z]
+                    if alive[g] and rmark[g] != stamp:
+                        if ns == limit:
+                            return False
+                        rmark[g] = stamp
+                        S[ns] = g
+                        ns += 1
+                        added += 1
+                continue
             top = 0.0  # fastest row on q
             s_lev = -1.0  # level at which refilled rows froze on q
             for z in range(l_ptr[q], l_ptr[q + 1]):
@@ -685,12 +712,16 @@ def fluid_run(
     until_s: float,
     done_rtol: float,
     grow: float = 1.0,
-) -> tuple[float, FloatArray, IntArray, FloatArray]:  # pragma: no cover - compiled
+) -> tuple[
+    float, FloatArray, IntArray, FloatArray, FloatArray, IntArray
+]:  # pragma: no cover - compiled
     """Fluid model of flows starting together: run until all finish or ``until_s`` passes.
 
     ``grow = 1 + eps`` selects the (1+eps)-approximate allocation. Returns the elapsed time
-    (``inf`` if some flow can never finish), the remaining size of every flow, and the links
-    the flows cross with the highest load (bit/s) each carried meanwhile.
+    (``inf`` if some flow can never finish), the remaining size of every flow, the links the
+    flows cross with the highest load (bit/s) each carried meanwhile, and every flow's rate
+    and bottleneck link (fabric link id, -1 if none) when it stopped (0 and -1 for finished
+    flows).
     """
     n = weight.size
     alive = np.zeros(n, dtype=np.bool_)
@@ -731,4 +762,9 @@ def fluid_run(
         )
         if not done and t < until_s:
             t = np.inf  # some flow can never finish (zero capacity)
-    return t, remaining_at(alive, st, t), glob, st[PEAK]
+    rate = np.where(alive, st[RATE], 0.0)
+    bott = np.full(n, -1, dtype=np.int64)
+    for f in range(n):
+        if alive[f] and st[BOTT][f] >= 0:
+            bott[f] = glob[st[BOTT][f]]
+    return t, remaining_at(alive, st, t), glob, st[PEAK], rate, bott

@@ -13,7 +13,7 @@ The round ends with its slowest flow (barrier). Alone, a job's iteration time is
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,7 +23,15 @@ from lumoscore.sim.kernels import fluid_run
 from lumoscore.traffic import iteration_flows
 from lumoscore.workload.job import REFERENCE_PORT_GBPS, Job
 
-__all__ = ["JobPlan", "RoundPlan", "build_plan", "probe_load", "resolo", "solo_progress"]
+__all__ = [
+    "JobPlan",
+    "RoundPlan",
+    "build_plan",
+    "probe_load",
+    "resolo",
+    "solo_progress",
+    "solo_state",
+]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -38,7 +46,8 @@ class RoundPlan:
 
     ``bits`` is the size of one flow of each row (capacities are in bit/s). ``peak_bps`` is
     the highest load the round alone puts on each of its ``links`` (``None``: unknown, taken
-    as the full capacity).
+    as the full capacity). ``start_state`` caches the rows' rates and bottleneck links when the
+    round starts alone (see :func:`solo_state`), a warm start for the shared fluid set.
     """
 
     indptr: IntArray
@@ -51,6 +60,7 @@ class RoundPlan:
     ideal_s: float
     links: IntArray
     peak_bps: FloatArray | None = None
+    start_state: dict[str, NDArray] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def n_flows(self) -> int:
@@ -97,7 +107,7 @@ def solo_progress(
     else:
         indptr, indices, weight, size = rp
     rem = size if remaining is None else remaining
-    t, out, _, _ = fluid_run(
+    t, out, *_ = fluid_run(
         indptr,
         indices,
         weight,
@@ -111,6 +121,35 @@ def solo_progress(
     return float(t), out
 
 
+def solo_state(
+    rp: RoundPlan, capacity: FloatArray, until_s: float
+) -> tuple[FloatArray, FloatArray, IntArray]:
+    """A round alone after ``until_s`` seconds: the bits each flow of a row still has to send,
+    and each row's rate and bottleneck link then (-1 if none; 0 and -1 for finished rows).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rp = RoundPlan(np.array([0, 1, 2]), np.array([0, 0]), np.ones(2), np.array([10.0, 20.0]),
+    ...                0.0, "x", 0.0, 0.0, np.array([0]))
+    >>> rem, rate, bott = solo_state(rp, np.array([10.0]), 2.0)
+    >>> rem.tolist(), rate.tolist(), bott.tolist()
+    ([0.0, 10.0], [0.0, 10.0], [-1, 0])
+    """
+    _, rem, _, _, rate, bott = fluid_run(
+        rp.indptr,
+        rp.indices,
+        rp.weight,
+        rp.bits.astype(float),
+        rp.bits.astype(float),
+        capacity,
+        float(until_s),
+        DONE_RTOL,
+        1.0,
+    )
+    return rem, rate, bott
+
+
 def _solo_run(
     indptr: IntArray,
     indices: IntArray,
@@ -121,7 +160,7 @@ def _solo_run(
 ) -> tuple[float, IntArray, FloatArray]:
     """A round alone from start to end: its time, its links (sorted) and their peak loads."""
     size = size.astype(float)
-    t, _, glob, peak = fluid_run(
+    t, _, glob, peak, _, _ = fluid_run(
         indptr, indices, weight, size, size, capacity, math.inf, DONE_RTOL, 1.0 + eps
     )
     order = np.argsort(glob)
@@ -213,7 +252,7 @@ def resolo(
     for rp in plan.rounds:
         if rp.solo_s > 0 and changed[rp.links].any():
             solo_s, _, peak = _solo_run(rp.indptr, rp.indices, rp.weight, rp.bits, capacity, eps)
-            rp = replace(rp, solo_s=solo_s, peak_bps=peak)
+            rp = replace(rp, solo_s=solo_s, peak_bps=peak, start_state={})
         rounds.append(rp)
     iteration_s = float(sum(r.compute_s + r.solo_s for r in rounds))
     return replace(plan, rounds=tuple(rounds), iteration_s=iteration_s)
