@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lumoscore.errors import ConfigError
-from lumoscore.toe import configure, evaluate, random_demand, verify_configuration
+from lumoscore.toe import (
+    configure,
+    evaluate,
+    mrar,
+    random_demand,
+    rewired_circuits,
+    verify_configuration,
+)
 from lumoscore.toe.errors import CurrentConfigError, DemandError, WiringMismatchError
 from lumoscore.toe.mdmcf import merge_decompose
-from lumoscore.toe.model import PortModel, channel_counts
+from lumoscore.toe.model import PortModel, channel_counts, sort_rows
 from lumoscore.toe.solve import SMALL_UNITS, _mdmcf_counts, forward_split
 from lumoscore.topology import ClusterSpec, build_wiring, verify_circuits
 
@@ -219,3 +228,30 @@ def test_mdmcf_counts_equal_the_full_bipartition_search(seed, P, half_k, H, chan
     u = channel_counts(model, cur)[:, :, 0]
     A = got.sum(axis=1)
     assert (np.abs(got - u).sum(axis=(1, 2, 3)) >= np.abs(A - u.sum(axis=1)).sum(axis=(1, 2))).all()
+
+
+# ---- metrics on row keys ---------------------------------------------------------------------
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 40),
+    m=st.integers(0, 40),
+    span=st.sampled_from([2, 5, 2**20]),
+)
+def test_rewiring_metrics_count_rows_as_multisets(seed, n, m, span) -> None:
+    """rewired_circuits / mrar = sum over distinct rows of (count new - count current)^+
+    (plain Python counting), sort_rows = np.lexsort order; values up to 2**20 per column
+    force the overflow fallback of the row keys."""
+    rng = np.random.default_rng(seed)
+    new = rng.integers(-1, span, size=(n, 6))
+    cur = rng.integers(-1, span, size=(m, 6))
+
+    def excess(cols):
+        have = Counter(map(tuple, cur[:, cols].tolist()))
+        need = Counter(map(tuple, new[:, cols].tolist()))
+        return sum(max(k - have[r], 0) for r, k in need.items())
+
+    assert rewired_circuits(new, cur) == excess([0, 1, 2, 3, 4, 5])
+    if n:
+        assert mrar(new, cur) == 1.0 - excess([0, 1, 2, 4]) / n
+        assert (sort_rows(new) == new[np.lexsort(new.T[::-1])]).all()

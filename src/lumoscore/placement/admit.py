@@ -69,6 +69,7 @@ from lumoscore.placement.policies import PlacementPolicy, get_policy
 from lumoscore.placement.state import ClusterState, DemandPart, Placement, Refusal
 from lumoscore.toe import StagedPlan, ToeResult, circuit_loss, configure, rewired_circuits
 from lumoscore.toe import staged_plan as toe_staged_plan
+from lumoscore.toe.model import sort_rows
 from lumoscore.topology.logical import (
     LogicalTopology,
     apply_split,
@@ -330,7 +331,7 @@ def reconfigure(
         res = configure(demand[changed], wiring, current=old, solver=solver, groups=changed)
         hit = np.isin(old[:, 0], changed) if len(old) else np.zeros(0, bool)
         new = np.concatenate([old[~hit], res.circuits]).astype(np.int64)
-        new = new[np.lexsort(new.T[::-1])]
+        new = sort_rows(new)
         # unchanged groups keep their circuits: compare the changed groups only
         rewired = rewired_circuits(res.circuits, old[hit]) if len(res.circuits) else 0
     t2 = time.perf_counter()

@@ -26,7 +26,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["ToeMetrics", "evaluate", "ltcr", "mrar", "realized", "rewired_circuits"]
+from lumoscore.toe.model import row_keys
+
+__all__ = [
+    "ToeMetrics",
+    "evaluate",
+    "ltcr",
+    "mrar",
+    "realized",
+    "rewired_circuits",
+]
 
 IntArray = NDArray[np.int64]
 
@@ -84,12 +93,19 @@ def _keyed_counts(c: IntArray, cols: tuple[int, ...]) -> tuple[IntArray, IntArra
 
 def _excess(new: IntArray, old: IntArray, cols: tuple[int, ...]) -> int:
     """``sum (x - u)^+`` over keys made of ``cols``."""
-    kn, cn = _keyed_counts(new, cols)
-    if len(kn) == 0:
+    if len(new) == 0:
         return 0
+    if len(old) == 0:
+        return len(new)
+    keys = row_keys(new[:, cols], old[:, cols])
+    if keys is not None:
+        kn, cn = np.unique(keys[0], return_counts=True)
+        ko, co = np.unique(keys[1], return_counts=True)
+        at = np.minimum(np.searchsorted(ko, kn), len(ko) - 1)
+        had = np.where(ko[at] == kn, co[at], 0)
+        return int(np.maximum(cn - had, 0).sum())
+    kn, cn = _keyed_counts(new, cols)
     ko, co = _keyed_counts(old, cols)
-    if len(ko) == 0:
-        return int(cn.sum())
     both = np.concatenate([kn, ko])
     uk, inv = np.unique(both, axis=0, return_inverse=True)
     inv = inv.ravel()

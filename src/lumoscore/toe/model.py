@@ -61,6 +61,8 @@ __all__ = [
     "check_current",
     "current_links",
     "links_to_circuits",
+    "row_keys",
+    "sort_rows",
     "validate_demand",
 ]
 
@@ -532,6 +534,52 @@ def channel_counts(
     return out.reshape(H, n_chan, 2, P, P).astype(np.int64, copy=False)
 
 
+def row_keys(*arrays: Any) -> tuple[IntArray, ...] | None:
+    """One ``int64`` key per row of integer arrays with the same columns, ordered like the rows
+    (lexicographically), equal exactly for equal rows; None if the keys would overflow.
+
+    Mixed radix over the columns' value ranges (of all arrays together), so sorting the keys
+    sorts the rows as ``np.lexsort(rows.T[::-1])`` does.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> k, = row_keys(np.array([[1, 5], [0, 7], [1, 2]]))
+    >>> np.argsort(k).tolist()
+    [1, 2, 0]
+    """
+    mats = [np.asarray(a, dtype=np.int64) for a in arrays]
+    both = np.concatenate(mats)
+    if len(both) == 0:
+        return tuple(np.zeros(len(m), np.int64) for m in mats)
+    lo = both.min(axis=0)
+    span = both.max(axis=0) - lo + 1
+    total = 1
+    for s in span.tolist():
+        total *= int(s)
+    if total >= 2**62:
+        return None
+    mult = np.ones(len(span), np.int64)
+    mult[:-1] = np.cumprod(span[::-1])[::-1][1:]
+    return tuple((m - lo) @ mult for m in mats)
+
+
+def sort_rows(rows: Any) -> IntArray:
+    """The rows of an integer matrix in lexicographic order (``rows[np.lexsort(rows.T[::-1])]``,
+    through one ``int64`` key per row when the values allow).
+
+    Examples
+    --------
+    >>> sort_rows([[1, 5], [0, 7], [1, 2]]).tolist()
+    [[0, 7], [1, 2], [1, 5]]
+    """
+    a = np.asarray(rows, dtype=np.int64)
+    keys = row_keys(a)
+    if keys is None:
+        return a[np.lexsort(a.T[::-1])]
+    return a[np.argsort(keys[0], kind="stable")]
+
+
 # ---- assembly ----------------------------------------------------------------------------
 def _rank_in_groups(sorted_keys: IntArray) -> IntArray:
     """Position of each element inside its run of equal keys (keys sorted)."""
@@ -669,5 +717,4 @@ def links_to_circuits(model: PortModel, links: Any, *, groups: Any = None) -> In
     h, a, pa, b, pb = lk[:, 0], lk[:, 2], lk[:, 3], lk[:, 4], lk[:, 5]
     fwd = np.column_stack([gids[h], model.tx_ocs[h, a, pa], a, pa, b, pb])
     bwd = np.column_stack([gids[h], model.tx_ocs[h, b, pb], b, pb, a, pa])
-    out = np.concatenate([fwd, bwd])
-    return out[np.lexsort(out.T[::-1])]
+    return sort_rows(np.concatenate([fwd, bwd]))
