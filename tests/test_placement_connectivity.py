@@ -9,9 +9,11 @@ other traffic between pods that no PP/DP pair joins had no requirement at all.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lumoscore.errors import PreconditionError
 from lumoscore.placement import ClusterState, Placement, feasible_demand, job_demand, reconfigure
 from lumoscore.topology import ClusterSpec, build_wiring, logical_topology
 from lumoscore.traffic import iteration_flows
@@ -165,3 +167,49 @@ def test_job_demand_covers_expert_traffic_across_pods() -> None:
         a, b = rd.flows.src // spec.k_leaf, rd.flows.dst // spec.k_leaf
         cross = a // spec.leaves_per_pod != b // spec.leaves_per_pod
         assert (L[a[cross], b[cross]] > 0).all()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    tp=st.sampled_from([1, 2, 4]),
+    pp=st.integers(1, 4),
+    dp=st.integers(1, 5),
+    ep_mult=st.sampled_from([1, 2, 4, 3]),
+    collective=st.sampled_from(["ring", "hierarchical-ring", "halving-doubling", "all-to-all"]),
+    zero_share=st.sampled_from([None, "dp", "ep", "pp"]),
+    rail=st.booleans(),
+)
+def test_flow_pairs_are_the_cross_pod_pairs_of_the_iteration_flows(
+    seed, tp, pp, dp, ep_mult, collective, zero_share, rail
+) -> None:
+    """The leaf pairs the admission reads off the rank grid are exactly those of the flows of
+    every round of ``iteration_flows`` (any collective, expert group size, a class with no
+    exposed time, rail-optimized leaves, GPUs scattered over the pods)."""
+    from lumoscore.placement.demand import _flow_pairs
+    from lumoscore.workload.job import ExposedShares
+
+    spec = ClusterSpec(pods=4, k_leaf=8, k_spine=8, tau=1, gpus_per_server=2, ocs_ports=4)
+    shares = {"dp": 0.05, "ep": 0.2, "pp": 0.01}
+    if zero_share:
+        shares[zero_share] = 0.0
+    gpus_n = tp * pp * dp
+    job = Job(job_id=0, arrival_s=0.0, gpus=gpus_n, model="x", tp=tp, pp=pp, dp=dp,
+              ep=tp * ep_mult, iterations=1, duration_s=1.0, collective=collective,
+              shares=ExposedShares(**shares))  # fmt: skip
+    rng = np.random.default_rng(seed)
+    gpus = rng.choice(spec.gpus, size=gpus_n, replace=False)
+    state = ClusterState.empty(spec, rail_optimized=rail)
+    pods = tuple(sorted(set((gpus // spec.gpus_per_pod).tolist())))
+    placement = Placement(0, gpus, pods=pods, leaves=())
+    if gpus_n % min(job.ep, gpus_n):
+        with pytest.raises(PreconditionError):
+            _flow_pairs(job, placement, state)
+        return
+    want = set()
+    for rd in iteration_flows(job, gpus, spec, aggregate=False):
+        a, b = state.leaf_of_gpu(rd.flows.src), state.leaf_of_gpu(rd.flows.dst)
+        for x, y in zip(a.tolist(), b.tolist(), strict=True):
+            if x // spec.leaves_per_pod != y // spec.leaves_per_pod:
+                want.add(min(x, y) * spec.leaves + max(x, y))
+    assert sorted(want) == _flow_pairs(job, placement, state).tolist()

@@ -50,7 +50,7 @@ from lumoscore.decompose.flow import solve_bounded_flow
 from lumoscore.errors import ConfigError, SolverError
 from lumoscore.placement.state import ClusterState, DemandPart, Placement
 from lumoscore.traffic.demand import leaf_demand
-from lumoscore.traffic.iteration import iteration_flows, rank_grid
+from lumoscore.traffic.iteration import class_times_s, iteration_flows, rank_grid
 from lumoscore.workload.job import Job
 
 __all__ = ["DEMAND_METHODS", "class_costs", "job_demand", "share_paths"]
@@ -83,10 +83,9 @@ def _pairs(a: IntArray, b: IntArray, per: int, n: int) -> IntArray:
     return np.unique(np.minimum(a, b) * n + np.maximum(a, b))
 
 
-def _flow_pairs(job: Job, placement: Placement, state: ClusterState) -> IntArray:
-    """Codes ``min(a, b) * leaves + max(a, b)`` of the cross-pod leaf pairs the job's flows
-    use (every round of :func:`~lumoscore.traffic.iteration.iteration_flows`, as the simulator
-    routes them: expert all-pairs included)."""
+def _flow_pairs_of_schedule(job: Job, placement: Placement, state: ClusterState) -> IntArray:
+    """:func:`_flow_pairs` read off the flows of
+    :func:`~lumoscore.traffic.iteration.iteration_flows` (any collective)."""
     spec = state.spec
     sched = iteration_flows(job, placement.gpus, spec, aggregate=True, key="gpu")
     if not len(sched):
@@ -94,6 +93,55 @@ def _flow_pairs(job: Job, placement: Placement, state: ClusterState) -> IntArray
     src = np.concatenate([rd.flows.src for rd in sched]).astype(np.int64)
     dst = np.concatenate([rd.flows.dst for rd in sched]).astype(np.int64)
     return _pairs(state.leaf_of_gpu(src), state.leaf_of_gpu(dst), spec.leaves_per_pod, spec.leaves)
+
+
+def _group_leaf_pairs(leaf: IntArray) -> tuple[IntArray, IntArray]:
+    """All ordered pairs of distinct leaves that share a row of ``leaf`` (``(groups, size)``)."""
+    radix = int(leaf.max()) + 1
+    g = np.repeat(np.arange(leaf.shape[0]), leaf.shape[1])
+    code = np.unique(g * radix + leaf.reshape(-1))  # distinct (group, leaf), sorted
+    grp, lf = code // radix, code % radix
+    start = np.searchsorted(grp, grp, side="left")
+    cnt = np.searchsorted(grp, grp, side="right") - start
+    a = np.repeat(lf, cnt)
+    first = np.repeat(start, cnt)
+    offs = np.arange(a.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    b = lf[first + offs]
+    return a, b
+
+
+def _flow_pairs(job: Job, placement: Placement, state: ClusterState) -> IntArray:
+    """Codes ``min(a, b) * leaves + max(a, b)`` of the cross-pod leaf pairs the job's flows
+    use (every round of :func:`~lumoscore.traffic.iteration.iteration_flows`, as the simulator
+    routes them: expert all-pairs included).
+
+    Read off the rank grid without building the rounds' flows: pipeline sends between
+    neighbouring stages, the data-parallel rings of every stage (``ring`` and
+    ``hierarchical-ring``: a rail's ring joins neighbouring DP ranks whichever way it turns),
+    every pair of leaves of an expert group (all-pairs); a class whose exposed time is 0 sends
+    nothing. Other collectives take the flows of the schedule.
+    """
+    ep = min(job.ep, job.gpus)
+    if job.collective not in ("ring", "hierarchical-ring") or job.gpus % ep:
+        return _flow_pairs_of_schedule(job, placement, state)
+    spec = state.spec
+    leaf = state.leaf_of_gpu(rank_grid(job, placement.gpus))  # (pp, dp, tp)
+    times = class_times_s(job)
+    a: list[IntArray] = []
+    b: list[IntArray] = []
+    if job.pp > 1 and times["pp"] > 0.0:
+        a.append(leaf[:-1].reshape(-1))
+        b.append(leaf[1:].reshape(-1))
+    if job.dp > 1 and times["dp"] > 0.0:
+        a.append(leaf.reshape(-1))
+        b.append(np.roll(leaf, -1, axis=1).reshape(-1))
+    if job.ep > job.tp and times["ep"] > 0.0:
+        ea, eb = _group_leaf_pairs(leaf.reshape(-1, ep))
+        a.append(ea)
+        b.append(eb)
+    if not a:
+        return np.zeros(0, np.int64)
+    return _pairs(np.concatenate(a), np.concatenate(b), spec.leaves_per_pod, spec.leaves)
 
 
 def _cover_flows(
