@@ -62,13 +62,16 @@ class FabricChange:
 
     The simulator first moves every job whose links change off its precomputed timeline (at
     the old capacities), then calls :meth:`Fabric.apply`. ``delay_s`` delays the start of the
-    job being admitted (e.g. the OCS switching time when circuits were rewired).
+    job being admitted (e.g. the OCS switching time when circuits were rewired). ``reroute``
+    lists running jobs whose routes cross a link the change removes: the simulator routes them
+    again (:meth:`Fabric.forget_routes`, then ``routes``), flows in flight included.
     """
 
     delay_s: float = 0.0
     links: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     capacity_bps: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     note: str = ""
+    reroute: tuple[int, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -183,6 +186,11 @@ class Fabric(ABC):
     def release(self, job_id: int) -> FabricChange:
         """Hook called when a job finishes. Default: no change."""
         return FabricChange()
+
+    def forget_routes(self, job_id: int) -> None:
+        """Hook called before a running job listed in ``FabricChange.reroute`` is routed
+        again (drop what its earlier routes fixed). Default: nothing."""
+        return None
 
     def apply(self, change: FabricChange) -> None:
         """Apply a change returned by :meth:`admit` or :meth:`release` (in place)."""

@@ -80,6 +80,7 @@ from lumoscore.fabric.base import Fabric, FabricChange, IntArray, Routes, check_
 from lumoscore.fabric.hashing import flow_hash
 from lumoscore.fabric.routing import rank_within_groups
 from lumoscore.placement import ClusterState, admit, finish
+from lumoscore.toe import PortModel
 from lumoscore.topology import ClusterSpec, build_wiring
 from lumoscore.workload.job import Job
 
@@ -205,6 +206,12 @@ class LumosCoreFabric(Fabric):
         self.wiring_kind = wiring
         self.wiring = build_wiring(spec, wiring)
         self.solver = solver
+        # the ToE's channel view of the wiring, built once (configure accepts it as the wiring)
+        self._toe_wiring: Any = (
+            PortModel.from_wiring(self.wiring, mirror=True)
+            if solver in ("mdmcf", "mcf")
+            else self.wiring
+        )
         self.reconfig_delay_s = float(reconfig_delay_s)
         self.policy = policy
         self.seed = int(seed)
@@ -233,14 +240,13 @@ class LumosCoreFabric(Fabric):
         self._job_lookup: dict[int, tuple[IntArray, IntArray]] = {}
         self._job_split: dict[int, tuple[IntArray, IntArray, IntArray, IntArray]] = {}
         self._job_ocs: dict[int, IntArray] = {}
-        self._stranded = np.zeros(0, np.int64)
         self._hash_seed = int(np.random.default_rng(seed).integers(0, 2**32, dtype=np.uint64))
         self.stats = {
             "admissions": 0,
             "refusals": 0,
             "rewired_circuits": 0,
             "reconfigurations": 0,
-            "stranded_links": 0,
+            "rerouted_jobs": 0,
             "two_hop_flows": 0,
         }
 
@@ -308,22 +314,25 @@ class LumosCoreFabric(Fabric):
         new = self.ocs_circuits().reshape(-1) * self.spec.port_bps
         old = self.capacity_bps[self.off_ocs :]
         diff = np.flatnonzero(new != old)
-        lost = diff[new[diff] == 0]
-        if lost.size and self._job_ocs:
-            used = np.unique(np.concatenate(list(self._job_ocs.values()))) - self.off_ocs
-            hit = np.intersect1d(lost, used)
-            if hit.size:  # a running job's fixed route still crosses it: keep it (see docs)
-                self.stats["stranded_links"] += int(np.setdiff1d(hit, self._stranded).size)
-                diff = np.setdiff1d(diff, hit)
-        else:
-            hit = np.zeros(0, np.int64)
-        self._stranded = hit
+        lost = self.off_ocs + diff[new[diff] == 0]
+        # running jobs whose routes cross a circuit that goes away are routed again
+        reroute = tuple(sorted(j for j, used in self._job_ocs.items() if np.isin(used, lost).any()))
+        self.stats["rerouted_jobs"] += len(reroute)
         return FabricChange(
             delay_s=delay_s,
             links=(self.off_ocs + diff).astype(np.int64),
             capacity_bps=new[diff].astype(float),
             note=note,
+            reroute=reroute,
         )
+
+    def forget_routes(self, job_id: int) -> None:
+        """The job will be routed again on the current logical topology: its split is read
+        afresh (:meth:`_own_split`) and its record of OCS links used starts over."""
+        split = self._own_split(job_id)
+        self._job_split[job_id] = split
+        self._job_lookup[job_id] = _split_lookup(split, self._n, self._H)
+        self._job_ocs.pop(job_id, None)
 
     def place(self, job: Job) -> IntArray | None:
         """Admit ``job`` (placement, logical topology, OCS configuration); its GPUs in rank
@@ -334,7 +343,7 @@ class LumosCoreFabric(Fabric):
         adm = admit(
             self.state,
             job,
-            wiring=self.wiring,
+            wiring=self._toe_wiring,
             solver=self.solver,
             policy=self.policy,
             demand_method=self.demand_method,
@@ -373,7 +382,7 @@ class LumosCoreFabric(Fabric):
         self._job_lookup.pop(job_id, None)
         self._job_split.pop(job_id, None)
         self._job_ocs.pop(job_id, None)
-        finish(self.state, job_id, wiring=self.wiring, solver=self.solver)
+        finish(self.state, job_id, wiring=self._toe_wiring, solver=self.solver)
         change = self._ocs_change(0.0, f"release job {job_id}")
         if not change.empty:
             self.stats["reconfigurations"] += 1

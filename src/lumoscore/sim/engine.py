@@ -230,6 +230,7 @@ class Simulator:
             "shared_solo_rounds": 0,
             "fluid_rounds": 0,
             "reconfigurations": 0,
+            "reroutes": 0,
             "failures": 0,
             "hard_failures": 0,
             "failures_hitting_jobs": 0,
@@ -515,6 +516,45 @@ class Simulator:
                 if scratch[run.plan.links].any():
                     run.plan = resolo(run.plan, cap, scratch, eps=eps)
             scratch[change.links] = False
+            for jid in change.reroute:
+                if jid in running:
+                    reroute(running[jid], now)
+
+        def reroute(run: _Run, now: float) -> None:
+            """Route a running job again (its routes crossed a link that went away): new plan
+            from the next round on; a round in flight in the fluid set moves its remaining
+            bits onto the new routes now (a solo round in flight crosses no changed link)."""
+            jid = run.job.job_id
+            fab.forget_routes(jid)
+            t0 = time.perf_counter()
+            plan = build_plan(run.job, run.gpus, fab, eps=eps, link_load=probe_bg)
+            stats["plans_s"] += time.perf_counter() - t0
+            stats["reroutes"] += 1
+            if probe_bg is not None:
+                np.subtract(probe_bg, probed[jid], out=probe_bg)
+                probed[jid] = probe_load(plan, fab.n_links)
+                np.add(probe_bg, probed[jid], out=probe_bg)
+            if not fab.isolating:
+                link_users[run.plan.links] -= 1
+                shared = plan.links[link_users[plan.links] > 0]
+                scratch[shared] = True
+                demote_isolated(now)
+                scratch[shared] = False
+                link_users[plan.links] += 1
+            run.plan = plan
+            if jid in inflight and inflight[jid][2] == "fluid":
+                t0_round = inflight[jid][1]
+                rem = fluid.remove_job(jid)
+                end_inflight(jid)
+                new_rp = plan.rounds[run.round]
+                if new_rp.n_flows != rem.size:
+                    raise SimulationError(
+                        f"job {jid}: rerouted round {run.round} has {new_rp.n_flows} flows, "
+                        f"the round in flight {rem.size}"
+                    )
+                fluid.add(jid, new_rp, rem, now_s=now)
+                fluid_count[new_rp.links] += 1
+                inflight[jid] = (new_rp, t0_round, "fluid")
 
         def launch(job: Job, gpus: IntArray, now: float) -> None:
             change = fab.admit(job.job_id, gpus)

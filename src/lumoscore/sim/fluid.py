@@ -71,7 +71,9 @@ class FluidSet:
         self.size = np.zeros(0)
         self.alive = np.zeros(0, dtype=np.bool_)
         self.slot = np.zeros(0, dtype=np.int64)
+        self.row_of = np.zeros(0, dtype=np.int64)  # row of the round's plan
         self.live = np.zeros(0, dtype=np.int64)  # live rows per slot
+        self.n_rows: dict[int, int] = {}  # slot -> rows of its round's plan
         self.slot_of: dict[int, int] = {}  # job id -> slot
         self.job_of: dict[int, int] = {}  # slot -> job id
         self.clock_s = 0.0
@@ -146,6 +148,7 @@ class FluidSet:
         self.slot_of[job_id] = s
         self.job_of[s] = job_id
         self.live[s] = idx.size
+        self.n_rows[s] = rp.n_flows
         k = idx.size
         self.indices = np.concatenate([self.indices, rp.indices[pos]])
         self.indptr = np.concatenate([self.indptr, self.indptr[-1] + np.cumsum(lens)])
@@ -153,6 +156,7 @@ class FluidSet:
         self.size = np.concatenate([self.size, rp.bits[idx]])
         self.alive = np.concatenate([self.alive, np.ones(k, dtype=np.bool_)])
         self.slot = np.concatenate([self.slot, np.full(k, s, dtype=np.int64)])
+        self.row_of = np.concatenate([self.row_of, idx])
         fresh = new_state(k, 0)
         fresh[REM0][:] = rem[idx]
         fresh[T0][:] = self.clock_s
@@ -226,11 +230,13 @@ class FluidSet:
         return jobs
 
     def remove_job(self, job_id: int) -> FloatArray:
-        """Take a job's in-flight flows out now (returns their remaining bits)."""
+        """Take a job's in-flight flows out now; returns the bits each row of its round's plan
+        still has to send (0 for rows done)."""
         s = self.slot_of.pop(job_id)
         del self.job_of[s]
         mine = self.alive & (self.slot == s)
-        rem = self.remaining[mine]
+        rem = np.zeros(self.n_rows.pop(s))
+        rem[self.row_of[mine]] = self.remaining[mine]
         self.alive[mine] = False
         self.live[s] = 0
         self._mode = FULL_SOLVE
@@ -249,6 +255,7 @@ class FluidSet:
         self.weight = self.weight[keep]
         self.size = self.size[keep]
         self.slot = self.slot[keep]
+        self.row_of = self.row_of[keep]
         self._new_from = int(keep[: self._new_from].sum())
         st = [a[keep] if i < ROW_FIELDS else a for i, a in enumerate(self._st)]
         self._st = tuple(st)  # type: ignore[assignment]
