@@ -354,7 +354,9 @@ def validate_demand(demand: Any, model: PortModel) -> IntArray:
 
 # ---- current configuration ---------------------------------------------------------------
 def _as_circuits(circuits: Any) -> IntArray:
-    arr = np.asarray(circuits if circuits is not None else np.zeros((0, 6)), dtype=np.float64)
+    arr = np.asarray(circuits if circuits is not None else np.zeros((0, 6)))
+    if not np.issubdtype(arr.dtype, np.integer):
+        arr = arr.astype(np.float64)
     if arr.size == 0:
         return np.zeros((0, 6), dtype=np.int64)
     if arr.ndim != 2 or arr.shape[1] != 6:
@@ -362,7 +364,7 @@ def _as_circuits(circuits: Any) -> IntArray:
             f"circuits must be rows [group, ocs, tx_pod, tx_port, rx_pod, rx_port], got "
             f"shape {arr.shape}"
         )
-    if not np.all(arr == np.round(arr)):
+    if arr.dtype.kind == "f" and not np.all(arr == np.round(arr)):
         raise CurrentConfigError("circuit entries must be integers")
     return arr.astype(np.int64)
 
@@ -437,12 +439,12 @@ def check_current(model: PortModel, circuits: Any, *, groups: Any = None) -> lis
         )
     for label, pc, qc in (("Tx", 2, 3), ("Rx", 4, 5)):
         key = (hh * P + cc[:, pc]) * K + cc[:, qc]
-        uk, cnt = np.unique(key, return_counts=True)
-        for kk in uk[cnt > 1][:_MAX_LISTED]:
+        cnt = np.bincount(key, minlength=H * P * K)
+        for kk in np.flatnonzero(cnt > 1)[:_MAX_LISTED]:
             g, rem = divmod(int(kk), P * K)
             out.append(
                 f"{label} of group {gids[g]} pod {rem // K} port {rem % K} is used by "
-                f"{int(cnt[uk == kk][0])} circuits; at most one allowed"
+                f"{int(cnt[kk])} circuits; at most one allowed"
             )
     return out
 

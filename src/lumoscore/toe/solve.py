@@ -44,7 +44,6 @@ from lumoscore.toe.mdmcf import merge_decompose, refine_pairs
 from lumoscore.toe.model import (
     PortModel,
     assemble_circuits,
-    channel_counts,
     check_current,
     current_links,
     validate_demand,
@@ -160,27 +159,48 @@ def _require_paired(model: PortModel, solver: str, groups: IntArray) -> None:
     )
 
 
+def _forward_keys(model: PortModel, current: IntArray, groups: IntArray) -> IntArray:
+    """Flat index into ``(H, n_chan, P, P)`` of every forward circuit of ``current`` (checked
+    ``int64`` circuits of ``groups``): the per-channel counts ``u`` of the papers, as keys."""
+    if not len(current):
+        return np.zeros(0, dtype=np.int64)
+    n_chan, P = model.channels, model.pods
+    pos = np.full(int(groups.max()) + 1, -1, dtype=np.int64)
+    pos[groups] = np.arange(len(groups))
+    h, i, port, j = pos[current[:, 0]], current[:, 2], current[:, 3], current[:, 4]
+    fwd = model.side[h, i, port] != 1
+    key = ((h * n_chan + model.channel[h, i, port]) * P + i) * P + j
+    return key[fwd]
+
+
 def _mdmcf_counts(C: IntArray, model: PortModel, current: Any, groups: IntArray) -> IntArray:
-    u = channel_counts(model, current, groups=groups, check=False)[:, :, 0]
-    prefer = u.sum(axis=1) if current is not None and len(current) else None
+    H, n_chan, P = model.groups, model.channels, model.pods
+    cur = np.zeros((0, 6), np.int64) if current is None else current
+    ukey = _forward_keys(model, cur, groups)
+    u = np.bincount(ukey, minlength=H * n_chan * P * P).reshape(H, n_chan, P, P)
+    prefer = u.sum(axis=1) if len(cur) else None
     A = forward_split(C, prefer)
     n_ch = (model.chan_ocs[:, :, 0] >= 0).sum(axis=1)
     x = merge_decompose(A, u, model.cap, n_channels=n_ch, split="halves")
     if prefer is None:
         return x
-    # Algorithm 1 allows any bipartition: try several, keep per group the least rewiring
-    orders = [np.broadcast_to(np.arange(model.channels), (model.groups, model.channels))]
-    if (n_ch == model.channels).all() and A.sum() <= SMALL_UNITS:
+    # rewiring sum |x - u| per group = sum x + sum u - 2 sum min(x, u), on the support of u
+    uk, un = np.unique(ukey, return_counts=True)
+    uh = uk // (n_chan * P * P)
+    both = np.minimum(x.reshape(-1)[uk], un)
+    best = A.sum(axis=(1, 2)) + np.bincount(uh, weights=un - 2 * both, minlength=H).astype(np.int64)
+    # sum_c |x_c - u_c| >= |A - sum_c u_c| entrywise: a group at this bound cannot improve, and
+    # the other bipartitions below replace a group's split only when strictly better, so when
+    # every group is at the bound they cannot change the answer (the usual case: skip them)
+    orders: list[Any] = []
+    if not (best == np.abs(A - prefer).sum(axis=(1, 2))).all():
+        # Algorithm 1 allows any bipartition: try several, keep per group the least rewiring
+        orders.append(np.broadcast_to(np.arange(n_chan), (H, n_chan)))
+    if orders and (n_ch == n_chan).all() and A.sum() <= SMALL_UNITS:
         overlap = np.minimum(u, A[:, None]).sum(axis=(2, 3))
         orders.append(np.argsort(-overlap, axis=1, kind="stable"))
         rng = np.random.default_rng(0)
-        orders += [np.argsort(rng.random((model.groups, model.channels)), axis=1) for _ in range(2)]
-    best = np.abs(x - u).sum(axis=(1, 2, 3))
-    # sum_c |x_c - u_c| >= |A - sum_c u_c| entrywise: a group at this bound cannot improve, and
-    # the other bipartitions replace a group's split only when strictly better, so when every
-    # group is at the bound they cannot change the answer (the usual case: skip them)
-    if (best == np.abs(A - prefer).sum(axis=(1, 2))).all():
-        orders = []
+        orders += [np.argsort(rng.random((H, n_chan)), axis=1) for _ in range(2)]
     for order in orders:
         uo = np.take_along_axis(u, order[:, :, None, None], axis=1)
         co = np.take_along_axis(model.cap, order[:, :, None, None], axis=1)
