@@ -320,9 +320,8 @@ def reconfigure(
         demand = demand + backup_mesh(demand, spec)
     old = state.circuits
     H, P = spec.ocs_groups, spec.pods
-    prev = np.zeros((H, P, P), np.int64)
-    if len(old):
-        np.add.at(prev, (old[:, 0], old[:, 2], old[:, 4]), 1)
+    prev = np.bincount((old[:, 0] * P + old[:, 2]) * P + old[:, 4], minlength=H * P * P)
+    prev = prev.reshape(H, P, P)
     changed = np.flatnonzero((prev != demand).any(axis=(1, 2)))
     res = None
     new = old

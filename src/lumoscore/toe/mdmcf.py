@@ -101,51 +101,59 @@ def two_channel_split(
     if (row_lo > row_hi).any() or (col_lo > col_hi).any():
         raise InfeasibleError("two-channel split: a row or column needs more ports than it has")
     width = 2 * P + 2
-    base = sub * width
+    n = len(a)
     p = np.clip(u1, 0, a)
     q = np.clip(a - u2, 0, a)
     b1, b2 = np.minimum(p, q), np.maximum(p, q)
-    seg_caps = [b1, b2 - b1, a - b2]
-    seg_costs = (-1, 0, 1)
-    tails = [base + i] * 3
-    heads = [base + P + j] * 3
-    caps = list(seg_caps)
-    costs = [np.full(len(a), c, dtype=np.int64) for c in seg_costs]
-
-    subs = np.repeat(np.arange(m), P)
-    pods = np.tile(np.arange(P), m)
-    src = subs * width + 2 * P
-    snk = src + 1
-    supplies = np.zeros(m * width, dtype=np.int64)
+    # nodes of sub-problem s: rows s*width + [0, P), columns + [P, 2P), source, sink
     rl, rh, cl, chi = row_lo.ravel(), row_hi.ravel(), col_lo.ravel(), col_hi.ravel()
-    r_on = rh > 0
-    c_on = chi > 0
-    rows = subs * width + pods
-    cols = rows + P
-    tails += [src[r_on], cols[c_on], np.arange(m) * width + 2 * P + 1]
-    heads += [rows[r_on], snk[c_on], np.arange(m) * width + 2 * P]
-    total = np.bincount(sub, weights=a, minlength=m).astype(np.int64)
-    caps += [(rh - rl)[r_on], (chi - cl)[c_on], total]
-    costs += [np.zeros(int(r_on.sum()), np.int64), np.zeros(int(c_on.sum()), np.int64)]
-    costs += [np.zeros(m, np.int64)]
-    np.add.at(supplies, src, -rl)
-    np.add.at(supplies, rows, rl)
-    np.add.at(supplies, cols, -cl)
-    np.add.at(supplies, snk, cl)
+    rows = np.flatnonzero(rh > 0)  # (sub, pod) with a row arc
+    cols = np.flatnonzero(chi > 0)
+    first = rows // P * width + 2 * P  # the sub-problem's source
+    n_r, n_c = len(rows), len(cols)
+    n_arcs = 3 * n + n_r + n_c + m
+    # arcs: the three linear pieces of every entry (costs -1, 0, +1), source -> row, column
+    # -> sink, sink -> source (the circulation)
+    t = np.empty(n_arcs, dtype=np.int64)
+    h = np.empty(n_arcs, dtype=np.int64)
+    cp = np.empty(n_arcs, dtype=np.int64)
+    cs = np.zeros(n_arcs, dtype=np.int64)
+    tail, head = sub * width + i, sub * width + P + j
+    for k, cap_k in enumerate((b1, b2 - b1, a - b2)):
+        t[k * n : (k + 1) * n] = tail
+        h[k * n : (k + 1) * n] = head
+        cp[k * n : (k + 1) * n] = cap_k
+    cs[:n] = -1
+    cs[2 * n : 3 * n] = 1
+    o = 3 * n
+    t[o : o + n_r] = first
+    h[o : o + n_r] = rows // P * width + rows % P
+    cp[o : o + n_r] = (rh - rl)[rows]
+    o += n_r
+    t[o : o + n_c] = cols // P * width + P + cols % P
+    h[o : o + n_c] = cols // P * width + 2 * P + 1
+    cp[o : o + n_c] = (chi - cl)[cols]
+    o += n_c
+    src = np.arange(m) * width + 2 * P
+    t[o:] = src + 1
+    h[o:] = src
+    cp[o:] = np.bincount(sub, weights=a, minlength=m).astype(np.int64)
+    # lower bounds rl / cl moved into the supplies
+    supplies = np.zeros(m * width, dtype=np.int64)
+    node = (np.arange(m * P) // P) * width + np.arange(m * P) % P
+    supplies[node] = rl
+    supplies[node + P] = -cl
+    supplies[src] = -row_lo.sum(axis=1)
+    supplies[src + 1] = col_lo.sum(axis=1)
 
-    t = np.concatenate(tails).astype(np.int32)
-    h = np.concatenate(heads).astype(np.int32)
-    cp = np.concatenate(caps).astype(np.int64)
-    cs = np.concatenate(costs).astype(np.int64)
     mcf = min_cost_flow.SimpleMinCostFlow()
-    arcs = mcf.add_arcs_with_capacity_and_unit_cost(t, h, cp, cs)
+    arcs = mcf.add_arcs_with_capacity_and_unit_cost(t.astype(np.int32), h.astype(np.int32), cp, cs)
     mcf.set_nodes_supplies(np.arange(m * width, dtype=np.int32), supplies)
     status = mcf.solve()
     if status == mcf.INFEASIBLE:
         raise InfeasibleError("two-channel split: the flow network is infeasible")
     if status != mcf.OPTIMAL:
         raise SolverError(f"two-channel split: OR-Tools min-cost flow returned status {status}")
-    n = len(a)
     flow = mcf.flows(arcs[: 3 * n]).reshape(3, n)
     return flow.sum(axis=0).astype(np.int64)
 
