@@ -233,15 +233,16 @@ class PlacementPolicy:
         order = np.lexsort((np.arange(nb), idle_b, -f))
         csum = np.cumsum(f[order])
         k = int(np.searchsorted(csum, m) + 1)
-        chosen = order[: k - 1].tolist()
+        chosen = order[: k - 1]
         rest = m - int(f[chosen].sum())
-        left = np.setdiff1d(np.arange(nb), chosen)
-        fit = left[f[left] >= rest]
+        left = np.ones(nb, dtype=bool)
+        left[chosen] = False
+        fit = np.flatnonzero(left & (f >= rest))
         last = int(fit[np.lexsort((fit, idle_b[fit], f[fit]))[0]])
-        parts = [base + b * per_leaf + np.flatnonzero(pf[b]) for b in chosen]
+        r, c = np.nonzero(pf[chosen])  # the chosen leaves whole, in order
         lb = base + last * per_leaf
-        parts.append(_slot_order(pf[last], server_free[lb // sps :], sps, lb)[:rest])
-        return np.concatenate(parts)
+        tail = _slot_order(pf[last], server_free[lb // sps :], sps, lb)[:rest]
+        return np.concatenate([base + chosen[r] * per_leaf + c, tail])
 
     def _pods(
         self,
