@@ -313,9 +313,13 @@ def reconfigure(
         state.logical = topo
         return Reconfiguration(topo, state.circuits, logical_time_s=t1 - t0)
     demand = feasible_demand(topo.C, spec.k_spine)
-    if not np.array_equal(demand, topo.C):
+    scaled = demand is not topo.C and not np.array_equal(demand, topo.C)
+    if scaled:
         notes.append("logical topology scaled down to the spines' OCS ports (contention)")
-    links = np.where(topo.C > 0, -(-topo.C // np.maximum(demand, 1)), 0)
+    if not scaled:  # ceil(C / C) = 1 where C > 0
+        links = (topo.C > 0).astype(np.int64)
+    else:
+        links = np.where(topo.C > 0, -(-topo.C // np.maximum(demand, 1)), 0)
     if backup:
         demand = demand + backup_mesh(demand, spec)
     old = state.circuits
