@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lumoscore.sim import incidence, maxmin_rates
 from lumoscore.sim.fluid import FluidSet
-from lumoscore.sim.kernels import fluid_run
+from lumoscore.sim.kernels import BOTT, NB, fluid_run
 from lumoscore.sim.plan import DONE_RTOL, RoundPlan, solo_state
 
 
@@ -186,6 +186,9 @@ def test_rates_stay_max_min_as_rounds_join_and_leave(
         ).rates
         got = np.array([fs.rates[fs.alive & (fs.slot == fs.slot_of[i])][0] for i in left])
         assert np.allclose(got, fresh, rtol=1e-9, atol=0)
+        # the per-link count of bottlenecked rows the kernel keeps is exact
+        bott = fs._st[BOTT][fs.alive]
+        np.testing.assert_array_equal(fs._st[NB], np.bincount(bott[bott >= 0], minlength=cap.size))
     assert sorted(sent_at) == list(range(len(paths)))
     assert all(sent_at[i] > start[i] for i in sent_at)
 

@@ -75,7 +75,8 @@ RATES_VALID, REFILL, FULL_SOLVE = 0, 1, 2
 #: row's rate: its bottleneck certificate, -1 if none), rmark (scratch stamps). Per link:
 #: link_load (bit/s on each link), local (scratch: local number of each link, -1), peak (the
 #: highest load each link has carried), lmark (scratch stamps), touched (links whose load fell
-#: since the last solve), tmark (1 if listed in touched) and chk (scratch). Last, meta
+#: since the last solve), tmark (1 if listed in touched), chk (scratch), nb (alive rows whose
+#: bottleneck is the link), smark and slist (scratch). Last, meta
 #: (int64[8]): heap size, order length, solves, rows refilled, stamp, touched count, closure
 #: fall-backs, closure rounds.
 FluidState = tuple[
@@ -96,12 +97,17 @@ FluidState = tuple[
     IntArray,
     IntArray,
     IntArray,
+    IntArray,
+    IntArray,
+    IntArray,
 ]
 #: The first ``ROW_FIELDS`` entries of a :data:`FluidState` are per row, the next
 #: ``LINK_FIELDS`` per link, the last is ``meta``.
-ROW_FIELDS, LINK_FIELDS = 9, 7
+ROW_FIELDS, LINK_FIELDS = 9, 10
 RATE, REM0, T0, FIN, HEAP, POS, ORDER, BOTT, RMARK = range(ROW_FIELDS)
-LOAD, LOCAL, PEAK, LMARK, TOUCHED, TMARK, CHK = range(ROW_FIELDS, ROW_FIELDS + LINK_FIELDS)
+LOAD, LOCAL, PEAK, LMARK, TOUCHED, TMARK, CHK, NB, SMARK, SLIST = range(
+    ROW_FIELDS, ROW_FIELDS + LINK_FIELDS
+)
 META = ROW_FIELDS + LINK_FIELDS
 #: ``meta`` entries.
 M_HEAP, M_ORDER, M_SOLVES, M_REFILLED, M_STAMP, M_TOUCHED, M_FALLBACKS, M_ROUNDS = range(8)
@@ -126,6 +132,9 @@ def new_state(n_rows: int, n_links: int) -> FluidState:  # pragma: no cover - co
         np.zeros(n_links),
         np.full(n_links, -1, dtype=np.int64),
         np.zeros(n_links),
+        np.zeros(n_links, dtype=np.int64),
+        np.zeros(n_links, dtype=np.int64),
+        np.zeros(n_links, dtype=np.int64),
         np.zeros(n_links, dtype=np.int64),
         np.zeros(n_links, dtype=np.int64),
         np.zeros(n_links, dtype=np.int64),
@@ -263,7 +272,7 @@ def _refill(
     ``link_load``; sets their rates, bottleneck links and finish times. Returns the links the
     rows cross."""
     rate, rem0, t0, fin, hp, pos = st[RATE], st[REM0], st[T0], st[FIN], st[HEAP], st[POS]
-    bott, link_load, local, meta = st[BOTT], st[LOAD], st[LOCAL], st[META]
+    bott, link_load, local, nb, meta = st[BOTT], st[LOAD], st[LOCAL], st[NB], st[META]
     k = rows.size
     meta[M_REFILLED] += k
     nnz = 0
@@ -272,6 +281,8 @@ def _refill(
     links = np.empty(min(nnz, cap.size), dtype=np.int64)
     m = 0
     for f in rows:
+        if bott[f] >= 0:
+            nb[bott[f]] -= 1
         r_old = rate[f]
         sending = r_old > 0.0 and r_old < np.inf
         if sending:
@@ -334,6 +345,7 @@ def _refill(
                     f = rows[r]
                     rate[f] = t
                     bott[f] = links[q]
+                    nb[links[q]] += 1
                     for j in range(f_ptr[f], f_ptr[f + 1]):
                         l2 = c_idx[j]
                         q2 = local[l2]
@@ -443,43 +455,50 @@ def _closure(
     rows to ``S``); new rows without start in ``S``. Returns False (the caller solves from
     scratch) when ``S`` would exceed ``limit`` rows.
     """
-    rate, bott, rmark = st[RATE], st[BOTT], st[RMARK]
-    link_load, lmark, touched, tmark, meta = st[LOAD], st[LMARK], st[TOUCHED], st[TMARK], st[META]
+    rate, bott, rmark, fin, hp, pos = st[RATE], st[BOTT], st[RMARK], st[FIN], st[HEAP], st[POS]
+    rem0, link_load, lmark, touched, tmark = st[REM0], st[LOAD], st[LMARK], st[TOUCHED], st[TMARK]
+    nb, smark, meta = st[NB], st[SMARK], st[META]
     meta[M_STAMP] += 1
     stamp = meta[M_STAMP]
-    chk = st[CHK]
-    nc = 0
+    # links to check once: those whose load fell, and those of warm joining rows
+    tl = st[CHK]
+    nt = 0
     for i in range(meta[M_TOUCHED]):
         q = touched[i]
         tmark[q] = 0
         lmark[q] = stamp
-        chk[nc] = q
-        nc += 1
+        tl[nt] = q
+        nt += 1
     meta[M_TOUCHED] = 0
     S = np.empty(limit, dtype=np.int64)
     ns = 0
-    fin, hp, pos, rem0 = st[FIN], st[HEAP], st[POS], st[REM0]
     for g in range(new_from, alive.size):
         if not alive[g]:
             continue
         r = rate[g]
         if r > 0.0 and r < np.inf and bott[g] >= 0:
             # warm row (rates of its round alone): load it, check its links
+            nb[bott[g]] += 1
             for j in range(f_ptr[g], f_ptr[g + 1]):
                 q = c_idx[j]
                 link_load[q] += weight[g] * r
                 if lmark[q] != stamp:
                     lmark[q] = stamp
-                    chk[nc] = q
-                    nc += 1
+                    tl[nt] = q
+                    nt += 1
             _heap_set(hp, pos, fin, meta, g, clock_s + rem0[g] / r)
             continue
+        bott[g] = -1
         if ns == limit:
             return False
         rmark[g] = stamp
         S[ns] = g
         ns += 1
+    # links crossed by S, checked after every refill of S (no other link changes meanwhile)
+    sl = st[SLIST]
+    n_sl = 0
     added = ns
+    first = True
     while True:
         if added:
             meta[M_ROUNDS] += 1
@@ -488,18 +507,20 @@ def _closure(
                 f = S[i]
                 for j in range(f_ptr[f], f_ptr[f + 1]):
                     q = c_idx[j]
-                    if lmark[q] != stamp:
-                        lmark[q] = stamp
-                        chk[nc] = q
-                        nc += 1
+                    if smark[q] != stamp:
+                        smark[q] = stamp
+                        sl[n_sl] = q
+                        n_sl += 1
         added = 0
-        for i in range(nc):
-            q = chk[i]
+        for i in range(n_sl + (nt if first else 0)):
+            q = sl[i] if i < n_sl else tl[i - n_sl]
             c = cap[q]
             if not c < np.inf:
                 continue
-            saturated = link_load[q] >= c * (1.0 - CERT_RTOL)
-            if link_load[q] > c * (1.0 + CERT_RTOL):  # warm rows overload it: refill all
+            overloaded = link_load[q] > c * (1.0 + CERT_RTOL)
+            if nb[q] == 0 and smark[q] != stamp and not overloaded:
+                continue  # no certificate there, no refilled row: nothing can break
+            if overloaded:  # warm rows overload it: refill all
                 for z in range(l_ptr[q], l_ptr[q + 1]):
                     g = l_rows[z]
                     if alive[g] and rmark[g] != stamp:
@@ -510,6 +531,7 @@ def _closure(
                         ns += 1
                         added += 1
                 continue
+            saturated = link_load[q] >= c * (1.0 - CERT_RTOL)
             top = 0.0  # fastest row on q
             s_lev = -1.0  # level at which refilled rows froze on q
             for z in range(l_ptr[q], l_ptr[q + 1]):
@@ -533,8 +555,10 @@ def _closure(
                     S[ns] = g
                     ns += 1
                     added += 1
+        first = False
         if added == 0:
-            _record_peak(st, chk[:nc])
+            _record_peak(st, sl[:n_sl])
+            _record_peak(st, tl[:nt])
             return True
 
 
@@ -570,10 +594,12 @@ def _solve(
         tmark[touched[i]] = 0
     meta[M_TOUCHED] = 0
     link_load[:] = 0.0
+    st[NB][:] = 0
     meta[M_HEAP] = 0
     n = 0
     for f in range(alive.size):
         pos[f] = -1
+        st[BOTT][f] = -1
         if alive[f]:
             # rows keep their (rem0, t0, rate) history; zero rate = nothing sent since t0
             order[n] = f
@@ -621,7 +647,7 @@ def fluid_advance(
 
     Returns ``(clock_s, mode, r_min, round_done)``.
     """
-    rate, fin, hp, pos = st[RATE], st[FIN], st[HEAP], st[POS]
+    rate, fin, hp, pos, bott, nb = st[RATE], st[FIN], st[HEAP], st[POS], st[BOTT], st[NB]
     link_load, touched, tmark, meta = st[LOAD], st[TOUCHED], st[TMARK], st[META]
     while True:
         if mode != RATES_VALID:
@@ -658,6 +684,8 @@ def fluid_advance(
                 break
             _heap_pop(hp, pos, fin, meta)
             alive[g] = False
+            if bott[g] >= 0:
+                nb[bott[g]] -= 1
             if r > 0.0 and r < np.inf:
                 for j in range(f_ptr[g], f_ptr[g + 1]):
                     q = c_idx[j]
