@@ -82,6 +82,7 @@ class FluidSet:
         self._r_min = math.inf
         self._new_from = 0  # rows from here on joined since the last solve
         self._link_rows: tuple[IntArray, IntArray] | None = None
+        self._done = False  # some round has no flow left (until pop_finished)
 
     def __len__(self) -> int:
         """Live flow rows."""
@@ -214,14 +215,16 @@ class FluidSet:
         )
         self._new_from = self.alive.size
         self.clock_s = float(clock)
-        return bool(done)
+        self._done = bool(done)
+        return self._done
 
     def finished_pending(self) -> bool:
         """Whether some job's round has no flow left (waiting for :meth:`pop_finished`)."""
-        return any(self.live[s] == 0 for s in self.job_of)
+        return self._done
 
     def pop_finished(self) -> list[int]:
         """Jobs whose round has no flow left, in slot order; they leave the set."""
+        self._done = False
         done = [s for s in sorted(self.job_of) if self.live[s] == 0]
         jobs = [self.job_of.pop(s) for s in done]
         for j in jobs:
