@@ -61,6 +61,7 @@ __all__ = [
     "check_symmetric_decomposition",
     "symmetric_decomposition",
     "symmetric_decomposition_batch",
+    "symmetric_pairs_batch",
 ]
 
 
@@ -227,7 +228,7 @@ def symmetric_decomposition_batch(C: Any, *, prefer: Any = None) -> np.ndarray:
     (True, [2, 1])
     """
     C = as_integer_matrix(C, name="C", ndim=3)
-    k, n, n2 = C.shape
+    _, n, n2 = C.shape
     if n != n2:
         raise BadShapeError(f"C must be a stack of square matrices (k, n, n), got {C.shape}")
     for b in np.flatnonzero((C.transpose(0, 2, 1) != C).any(axis=(1, 2)))[:1]:
@@ -241,18 +242,36 @@ def symmetric_decomposition_batch(C: Any, *, prefer: Any = None) -> np.ndarray:
         if P.shape != C.shape:
             raise BadShapeError(f"prefer has shape {P.shape}; allowed: the shape of C, {C.shape}")
     A = np.zeros_like(C)
-    half_diag = diag // 2
-    A[:, np.arange(n), np.arange(n)] = half_diag
-    g, il, jl = np.nonzero(np.triu(C, 1))
-    c = C[g, il, jl]
-    p_ij = None if P is None else P[g, il, jl]
-    p_ji = None if P is None else P[g, jl, il]
-    a = _split_pairs(
-        k * n, g * n + il, g * n + jl, c, p_ij, p_ji, C.sum(axis=2).ravel(), half_diag.ravel()
-    )
+    A[:, np.arange(n), np.arange(n)] = diag // 2
+    g, il, jl, c, a = symmetric_pairs_batch(C, P)
     A[g, il, jl] = a
     A[g, jl, il] = c - a
     return A
+
+
+def symmetric_pairs_batch(
+    C: np.ndarray, prefer: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The off-diagonal part of :func:`symmetric_decomposition_batch` as pairs, unchecked.
+
+    For already validated ``int64`` stacks (``C`` symmetric, non-negative, even diagonal;
+    ``prefer`` non-negative, same shape): ``(g, i, j, c, a)`` for every ``C[g, i, j] = c > 0``
+    with ``i < j``, in row-major order, and ``a = A[g, i, j]`` (so ``A[g, j, i] = c - a``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [v.tolist() for v in symmetric_pairs_batch(np.array([[[0, 3], [3, 0]]]))]
+    [[0], [0], [1], [3], [2]]
+    """
+    k, n, _ = C.shape
+    g, il, jl = np.nonzero(np.triu(C, 1))
+    c = C[g, il, jl]
+    p_ij = None if prefer is None else prefer[g, il, jl]
+    p_ji = None if prefer is None else prefer[g, jl, il]
+    half_diag = np.diagonal(C, axis1=1, axis2=2).ravel() // 2
+    a = _split_pairs(k * n, g * n + il, g * n + jl, c, p_ij, p_ji, C.sum(axis=2).ravel(), half_diag)
+    return g, il, jl, c, a
 
 
 def check_symmetric_decomposition(C: Any, A: Any, *, entrywise: bool = False) -> list[str]:

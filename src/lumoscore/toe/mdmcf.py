@@ -54,7 +54,7 @@ from ortools.graph.python import min_cost_flow
 
 from lumoscore.errors import InfeasibleError, SolverError
 
-__all__ = ["merge_decompose", "refine_pairs", "two_channel_split"]
+__all__ = ["merge_decompose", "refine_pairs", "split_entries", "two_channel_split"]
 
 IntArray = NDArray[np.int64]
 
@@ -204,29 +204,77 @@ def merge_decompose(
     cap = np.asarray(cap, dtype=np.int64)
     H, n_chan, _, P = cap.shape
     nch = np.full(H, n_chan) if n_channels is None else np.asarray(n_channels, dtype=np.int64)
-    tot_f = cap[:, :, 0].sum(axis=1)
-    tot_b = cap[:, :, 1].sum(axis=1)
-    for label, sums, tot in (("sends", A.sum(axis=2), tot_f), ("receives", A.sum(axis=1), tot_b)):
-        over = sums > tot
+    e_h, e_i, e_j = np.nonzero(A)
+    x_h, x_c, x_i, x_j, x_v = split_entries(
+        e_h, e_i, e_j, A[e_h, e_i, e_j], u[e_h, :, e_i, e_j], cap, nch, split=split
+    )
+    x = np.zeros((H, n_chan, P, P), dtype=np.int64)
+    x[x_h, x_c, x_i, x_j] = x_v
+    return x
+
+
+def split_entries(
+    e_h: IntArray,
+    e_i: IntArray,
+    e_j: IntArray,
+    e_a: IntArray,
+    e_u: IntArray,
+    cap: IntArray,
+    n_channels: IntArray,
+    *,
+    split: str = "halves",
+) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
+    """:func:`merge_decompose` on the non-zero entries of ``A`` (the sparse core).
+
+    Parameters
+    ----------
+    e_h, e_i, e_j, e_a : ndarray
+        The entries ``A[e_h, e_i, e_j] = e_a > 0`` in row-major order (as ``np.nonzero``).
+    e_u : ndarray
+        ``(len(e_a), n_chan)`` current forward circuits of every entry per channel.
+    cap, n_channels, split
+        As :func:`merge_decompose` (``n_channels`` an array).
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(h, channel, i, j, value)`` of every non-zero ``x[h, channel, i, j]``, each once.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.array([0])
+    >>> cap = np.ones((1, 2, 2, 2), dtype=np.int64)
+    >>> [v.tolist() for v in split_entries(one, one, one + 1, one + 2, np.zeros((1, 2), int),
+    ...                                    cap, np.array([2]))]
+    [[0, 0], [0, 1], [0, 0], [1, 1], [1, 1]]
+    """
+    H, n_chan, _, P = cap.shape
+    nch = np.asarray(n_channels, dtype=np.int64)
+    e_h, e_i, e_j = (np.asarray(v, dtype=np.int64) for v in (e_h, e_i, e_j))
+    e_a = np.asarray(e_a, dtype=np.int64)
+    tot = cap.sum(axis=1)  # (H, 2, P)
+    for label, side, pod in (("sends", 0, e_i), ("receives", 1, e_j)):
+        sums = np.bincount(e_h * P + pod, weights=e_a, minlength=H * P).reshape(H, P)
+        over = sums > tot[:, side]
         if over.any():
             h, i = (int(v) for v in np.argwhere(over)[0])
             raise InfeasibleError(
-                f"group {h}: pod {i} {label} {sums[h, i]} links in the forward sub-topology but "
-                f"has only {tot[h, i]} ports on that side"
+                f"group {h}: pod {i} {label} {int(sums[h, i])} links in the forward sub-topology "
+                f"but has only {tot[h, side, i]} ports on that side"
             )
-    x = np.zeros((H, n_chan, P, P), dtype=np.int64)
     c_cum = np.zeros((H, n_chan + 1, 2, P), dtype=np.int64)
     np.cumsum(cap, axis=1, out=c_cum[:, 1:])
+    out: list[tuple[IntArray, ...]] = []
 
     sub_h = np.arange(H)
     sub_lo = np.zeros(H, dtype=np.int64)
     sub_hi = nch.copy()
-    e_h, e_i, e_j = np.nonzero(A)
-    e_sub, e_a = e_h.astype(np.int64), A[e_h, e_i, e_j]
+    e_sub = e_h
     # current circuits of every entry of A, cumulated over the channels: a sub-problem's
     # share of an entry is a difference of two of these (entries keep their origin ``e_o``)
     u_cum = np.zeros((len(e_a), n_chan + 1), dtype=np.int64)
-    np.cumsum(u[e_h, :, e_i, e_j], axis=1, out=u_cum[:, 1:])
+    np.cumsum(e_u, axis=1, out=u_cum[:, 1:])
     e_o = np.arange(len(e_a))
     while len(e_sub):
         # leaves: one channel left
@@ -234,12 +282,12 @@ def merge_decompose(
         el = leaf[e_sub]
         if el.any():
             s = e_sub[el]
-            x[sub_h[s], sub_lo[s], e_i[el], e_j[el]] = e_a[el]
+            out.append((sub_h[s], sub_lo[s], e_i[el], e_j[el], e_a[el]))
             keep = ~el
             e_sub, e_i, e_j, e_a, e_o = e_sub[keep], e_i[keep], e_j[keep], e_a[keep], e_o[keep]
-        live = np.unique(e_sub)
-        if len(live) == 0:
+        if not len(e_sub):
             break
+        live = np.flatnonzero(np.bincount(e_sub, minlength=len(sub_h)))
         remap = np.full(len(sub_h), -1, dtype=np.int64)
         remap[live] = np.arange(len(live))
         e_sub = remap[e_sub]
@@ -252,10 +300,9 @@ def merge_decompose(
         R = np.bincount(e_sub * P + e_i, weights=e_a, minlength=m * P).reshape(m, P)
         S = np.bincount(e_sub * P + e_j, weights=e_a, minlength=m * P).reshape(m, P)
         R, S = R.astype(np.int64), S.astype(np.int64)
-        uo = u_cum[e_o]
-        u_lo = uo[np.arange(len(e_o)), sub_lo[e_sub]]
-        u_mid = uo[np.arange(len(e_o)), mid[e_sub]]
-        u_hi = uo[np.arange(len(e_o)), sub_hi[e_sub]]
+        u_lo = u_cum[e_o, sub_lo[e_sub]]
+        u_mid = u_cum[e_o, mid[e_sub]]
+        u_hi = u_cum[e_o, sub_hi[e_sub]]
         x1 = two_channel_split(
             e_sub,
             e_i,
@@ -278,7 +325,10 @@ def merge_decompose(
             np.column_stack([sub_lo, mid]).ravel(),
             np.column_stack([mid, sub_hi]).ravel(),
         )
-    return x
+    if not out:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z, z, z
+    return tuple(np.concatenate(col) for col in zip(*out, strict=True))  # type: ignore[return-value]
 
 
 def refine_pairs(

@@ -57,6 +57,7 @@ __all__ = [
     "CIRCUIT_COLUMNS",
     "PortModel",
     "assemble_circuits",
+    "assemble_sparse",
     "channel_counts",
     "check_current",
     "current_links",
@@ -636,10 +637,38 @@ def assemble_circuits(
     >>> assemble_circuits(pm, x).tolist()
     [[0, 0, 0, 0, 1, 0], [0, 0, 1, 0, 0, 0], [0, 1, 1, 1, 2, 1], [0, 1, 2, 1, 1, 1]]
     """
-    H, P, K, n_chan = model.groups, model.pods, model.ports, model.channels
+    H, P, n_chan = model.groups, model.pods, model.channels
     x = np.asarray(counts, dtype=np.int64)
     if x.shape != (H, n_chan, P, P):
         raise DemandError(f"counts must have shape {(H, n_chan, P, P)}, got {x.shape}")
+    keys = np.flatnonzero(x)
+    return assemble_sparse(model, keys, x.reshape(-1)[keys], current, groups=groups)
+
+
+def assemble_sparse(
+    model: PortModel,
+    keys: Any,
+    counts: Any,
+    current: Any = None,
+    *,
+    groups: Any = None,
+) -> IntArray:
+    """:func:`assemble_circuits` of the counts ``x.flat[keys] = counts`` (all other counts 0).
+
+    ``keys`` are distinct flat indices into ``(H, n_chan, P, P)`` in ascending order, with
+    ``counts > 0``; the result equals ``assemble_circuits`` of the dense array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.zeros((1, 3, 2), dtype=int) + [0, 1]  # uniform wiring, 3 pods, 2 ports
+    >>> pm = PortModel.from_arrays(t, t, t, t)
+    >>> assemble_sparse(pm, [1, 14], [1, 1]).tolist()  # x[0, 0, 0, 1] = x[0, 1, 1, 2] = 1
+    [[0, 0, 0, 0, 1, 0], [0, 0, 1, 0, 0, 0], [0, 1, 1, 1, 2, 1], [0, 1, 2, 1, 1, 1]]
+    """
+    H, P, K, n_chan = model.groups, model.pods, model.ports, model.channels
+    keys = np.asarray(keys, dtype=np.int64)
+    vals = np.asarray(counts, dtype=np.int64)
     gids = np.arange(H) if groups is None else np.asarray(groups, dtype=np.int64)
     cur = np.zeros((0, 6), dtype=np.int64) if current is None else np.asarray(current, np.int64)
 
@@ -647,16 +676,18 @@ def assemble_circuits(
         return ((h * n_chan + c) * P + i) * P + j
 
     # 1. keep current links, up to the new count of their (h, channel, i, j)
-    if len(cur):
+    need = vals.copy()
+    if len(cur) and len(keys):
         k_old = gkey(cur[:, 0], cur[:, 1], cur[:, 2], cur[:, 4])
         order = np.argsort(k_old, kind="stable")
         cur, k_old = cur[order], k_old[order]
-        kept = cur[_rank_in_groups(k_old) < x.reshape(-1)[k_old]]
+        at = np.minimum(np.searchsorted(keys, k_old), len(keys) - 1)
+        x_old = np.where(keys[at] == k_old, vals[at], 0)
+        keep = _rank_in_groups(k_old) < x_old
+        kept = cur[keep]
+        need -= np.bincount(at[keep], minlength=len(keys))
     else:
-        kept = cur
-    need = x.reshape(-1).copy()
-    if len(kept):
-        np.subtract.at(need, gkey(kept[:, 0], kept[:, 1], kept[:, 2], kept[:, 4]), 1)
+        kept = cur[:0]
 
     # 2. free ports, grouped by pool = (h, channel, pod, backward?)
     hh, ii, pp = (a.ravel() for a in np.indices((H, P, K)))
@@ -672,9 +703,8 @@ def assemble_circuits(
     f_pool, f_port = f_pool[order], f_port[order]
 
     # 3. requests: both ends of every new link
-    g = np.flatnonzero(need)
-    reps = need[g]
-    g = np.repeat(g, reps)
+    reps = need[need > 0]
+    g = np.repeat(keys[need > 0], reps)
     gi, gj = (g // P) % P, g % P
     gc = (g // (P * P)) % n_chan
     gh = g // (P * P * n_chan)

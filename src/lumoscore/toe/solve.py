@@ -38,12 +38,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.decompose import integer_decomposition, symmetric_decomposition_batch
+from lumoscore.decompose.symmetric import symmetric_pairs_batch
 from lumoscore.errors import ConfigError, InfeasibleError
 from lumoscore.toe.errors import CurrentConfigError, WiringMismatchError
-from lumoscore.toe.mdmcf import merge_decompose, refine_pairs
+from lumoscore.toe.mdmcf import merge_decompose, refine_pairs, split_entries
 from lumoscore.toe.model import (
     PortModel,
     assemble_circuits,
+    assemble_sparse,
     check_current,
     current_links,
     validate_demand,
@@ -173,28 +175,104 @@ def _forward_keys(model: PortModel, current: IntArray, groups: IntArray) -> IntA
     return key[fwd]
 
 
-def _mdmcf_counts(C: IntArray, model: PortModel, current: Any, groups: IntArray) -> IntArray:
+def _lookup(keys: IntArray, vals: IntArray, query: IntArray) -> IntArray:
+    """``vals`` at ``query`` for sorted distinct ``keys`` (0 where a query is not a key)."""
+    if not len(keys):
+        return np.zeros(np.shape(query), dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
+    return np.where(keys[at] == query, vals[at], 0)
+
+
+def _forward_entries(C: IntArray, prefer: IntArray | None) -> tuple[IntArray, IntArray]:
+    """Non-zero entries of :func:`forward_split` as flat keys into ``(H, P, P)`` (ascending,
+    the order of ``np.nonzero``) and values: the same flows, without the dense ``A``."""
+    H, P, _ = C.shape
+    per = max(1, _BLOCK_ROWS // max(P, 1))
+    keys, vals = [], []
+    for s in range(0, H, per):
+        blk = None if prefer is None else prefer[s : s + per]
+        g, i, j, c, a = symmetric_pairs_batch(C[s : s + per], blk)
+        g = g + s
+        keys += [((g * P + i) * P + j)[a > 0], ((g * P + j) * P + i)[c > a]]
+        vals += [a[a > 0], (c - a)[c > a]]
+    key, val = np.concatenate(keys), np.concatenate(vals)
+    order = np.argsort(key)
+    return key[order], val[order]
+
+
+def _mdmcf_sparse(
+    C: IntArray, model: PortModel, current: Any, groups: IntArray
+) -> tuple[IntArray, IntArray]:
+    """``mdmcf`` counts as flat keys into ``(H, n_chan, P, P)`` (ascending) and values > 0.
+
+    ``C = A + A.T`` (:func:`forward_split`, ``A`` closest to the current forward circuits
+    ``u``), then the halves recursion of :func:`~lumoscore.toe.mdmcf.merge_decompose`; with a
+    current configuration, when some group's rewiring ``sum |x - u|`` is above the bound
+    ``sum |A - sum_c u_c|``, the peel bipartitions of Algorithm 1 too (least rewiring per group).
+    """
     H, n_chan, P = model.groups, model.channels, model.pods
+    PP = P * P
     cur = np.zeros((0, 6), np.int64) if current is None else current
-    ukey = _forward_keys(model, cur, groups)
-    u = np.bincount(ukey, minlength=H * n_chan * P * P).reshape(H, n_chan, P, P)
-    prefer = u.sum(axis=1) if len(cur) else None
-    A = forward_split(C, prefer)
+    uk, un = np.unique(_forward_keys(model, cur, groups), return_counts=True)
+    prefer = None
+    if len(cur):
+        pk = uk // (n_chan * PP) * PP + uk % PP
+        prefer = np.bincount(pk, weights=un, minlength=H * PP).astype(np.int64).reshape(H, P, P)
+    ek, ea = _forward_entries(C, prefer)
+    e_h, e_i, e_j = ek // PP, ek // P % P, ek % P
     n_ch = (model.chan_ocs[:, :, 0] >= 0).sum(axis=1)
-    x = merge_decompose(A, u, model.cap, n_channels=n_ch, split="halves")
+    e_u = _lookup(uk, un, ((e_h[:, None] * n_chan + np.arange(n_chan)) * P + e_i[:, None]) * P
+                  + e_j[:, None])  # fmt: skip
+    x_h, x_c, x_i, x_j, x_v = split_entries(e_h, e_i, e_j, ea, e_u, model.cap, n_ch, split="halves")
+    xk = ((x_h * n_chan + x_c) * P + x_i) * P + x_j
+    order = np.argsort(xk)
+    xk, xv = xk[order], x_v[order]
     if prefer is None:
-        return x
-    # rewiring sum |x - u| per group = sum x + sum u - 2 sum min(x, u), on the support of u
-    uk, un = np.unique(ukey, return_counts=True)
-    uh = uk // (n_chan * P * P)
-    both = np.minimum(x.reshape(-1)[uk], un)
-    best = A.sum(axis=(1, 2)) + np.bincount(uh, weights=un - 2 * both, minlength=H).astype(np.int64)
-    # sum_c |x_c - u_c| >= |A - sum_c u_c| entrywise: a group at this bound cannot improve, and
-    # the other bipartitions below replace a group's split only when strictly better, so when
-    # every group is at the bound they cannot change the answer (the usual case: skip them)
+        return xk, xv
+    # rewiring sum |x - u| per group = sum x + sum u - 2 sum min(x, u), on the support of u;
+    # its bound sum |A - U| (U = sum_c u_c = prefer) likewise on the support of A
+    uh = uk // (n_chan * PP)
+    a_tot = np.bincount(e_h, weights=ea, minlength=H)
+    u_tot = np.bincount(uh, weights=un, minlength=H)
+    best = a_tot + u_tot - 2 * np.bincount(uh, weights=np.minimum(_lookup(xk, xv, uk), un),
+                                           minlength=H)  # fmt: skip
+    bound = (
+        a_tot
+        + u_tot
+        - 2 * np.bincount(e_h, weights=np.minimum(ea, prefer.reshape(-1)[ek]), minlength=H)
+    )
+    if (best == bound).all() and not REFINE_ROUNDS:
+        return xk, xv
+    A = np.zeros(H * PP, dtype=np.int64)
+    A[ek] = ea
+    x = np.zeros(H * n_chan * PP, dtype=np.int64)
+    x[xk] = xv
+    u = np.zeros(H * n_chan * PP, dtype=np.int64)
+    u[uk] = un
+    x = _other_bipartitions(
+        A.reshape(H, P, P), u.reshape(H, n_chan, P, P), x.reshape(H, n_chan, P, P),
+        best.astype(np.int64), model, n_ch, at_bound=bool((best == bound).all()),
+    )  # fmt: skip
+    keys = np.flatnonzero(x)
+    return keys, x.reshape(-1)[keys]
+
+
+def _other_bipartitions(
+    A: IntArray,
+    u: IntArray,
+    x: IntArray,
+    best: IntArray,
+    model: PortModel,
+    n_ch: IntArray,
+    *,
+    at_bound: bool,
+) -> IntArray:
+    """Algorithm 1 allows any bipartition: the peel splits in several channel orders (unless
+    every group is ``at_bound``), keeping per group the least rewiring; then
+    :data:`REFINE_ROUNDS` of :func:`~lumoscore.toe.mdmcf.refine_pairs`."""
+    H, n_chan = model.groups, model.channels
     orders: list[Any] = []
-    if not (best == np.abs(A - prefer).sum(axis=(1, 2))).all():
-        # Algorithm 1 allows any bipartition: try several, keep per group the least rewiring
+    if not at_bound:
         orders.append(np.broadcast_to(np.arange(n_chan), (H, n_chan)))
     if orders and (n_ch == n_chan).all() and A.sum() <= SMALL_UNITS:
         overlap = np.minimum(u, A[:, None]).sum(axis=(2, 3))
@@ -213,6 +291,14 @@ def _mdmcf_counts(C: IntArray, model: PortModel, current: Any, groups: IntArray)
     if REFINE_ROUNDS and (n_ch == n_ch[0]).all():
         x = refine_pairs(x, u, model.cap, rounds=REFINE_ROUNDS, rng=0)
     return x
+
+
+def _mdmcf_counts(C: IntArray, model: PortModel, current: Any, groups: IntArray) -> IntArray:
+    """:func:`_mdmcf_sparse` as a dense ``(H, n_chan, P, P)`` array."""
+    keys, vals = _mdmcf_sparse(C, model, current, groups)
+    x = np.zeros(model.groups * model.channels * model.pods**2, dtype=np.int64)
+    x[keys] = vals
+    return x.reshape(model.groups, model.channels, model.pods, model.pods)
 
 
 def _mcf_counts(C: IntArray, model: PortModel, groups: IntArray) -> IntArray:
@@ -318,7 +404,12 @@ def configure(
     status, fallback = "feasible", None
     if solver in ("mdmcf", "mcf"):
         _require_paired(model, solver, gids)
-        x = _mdmcf_counts(C, model, cur, gids) if solver == "mdmcf" else _mcf_counts(C, model, gids)
+        if solver == "mdmcf":
+            keys, vals = _mdmcf_sparse(C, model, cur, gids)
+        else:
+            x = _mcf_counts(C, model, gids)
+            keys = np.flatnonzero(x)
+            vals = x.reshape(-1)[keys]
     elif solver == "ilp":
         from lumoscore.toe.ilp import ilp_counts
 
@@ -343,7 +434,11 @@ def configure(
         x = fn(C, model, gids)
     has_cur = cur is not None and len(cur) > 0
     links = current_links(model, cur, groups=gids, check=False) if has_cur else None
-    circuits = assemble_circuits(model, x, links, groups=gids)
+    circuits = (
+        assemble_sparse(model, keys, vals, links, groups=gids)
+        if solver in ("mdmcf", "mcf")
+        else assemble_circuits(model, x, links, groups=gids)
+    )
     return ToeResult(
         circuits,
         solver,
