@@ -690,16 +690,17 @@ def assemble_sparse(
         kept = cur[:0]
 
     # 2. free ports, grouped by pool = (h, channel, pod, backward?)
-    hh, ii, pp = (a.ravel() for a in np.indices((H, P, K)))
-    port_id = (hh * P + ii) * K + pp
-    pool = ((hh * n_chan + model.channel.ravel()) * P + ii) * 2 + (model.side.ravel() == 1)
+    port_id = np.arange(H * P * K)  # (h * P + pod) * K + port
+    ii = port_id // K % P
+    pool = ((port_id // (P * K) * n_chan + model.channel.ravel()) * P + ii) * 2
+    pool += model.side.ravel() == 1
     used = np.zeros(H * P * K, dtype=bool)
     if len(kept):
         used[(kept[:, 0] * P + kept[:, 2]) * K + kept[:, 3]] = True
         used[(kept[:, 0] * P + kept[:, 4]) * K + kept[:, 5]] = True
     free = ~used
     f_pool, f_port = pool[free], port_id[free]
-    order = np.lexsort((f_port, f_pool))
+    order = np.argsort(f_pool, kind="stable")  # by pool, then port (ports are ascending)
     f_pool, f_port = f_pool[order], f_port[order]
 
     # 3. requests: both ends of every new link
