@@ -255,3 +255,36 @@ def test_rewiring_metrics_count_rows_as_multisets(seed, n, m, span) -> None:
     if n:
         assert mrar(new, cur) == 1.0 - excess([0, 1, 2, 4]) / n
         assert (sort_rows(new) == new[np.lexsort(new.T[::-1])]).all()
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), H=st.integers(1, 4), per=st.integers(1, 3))
+def test_forward_split_in_blocks_is_the_per_block_decomposition(seed, H, per) -> None:
+    """Batches of ``per`` groups: forward_split = symmetric_decomposition of each batch's
+    block-diagonal matrix; the sparse entries of the mdmcf path are those of forward_split."""
+    import lumoscore.toe.solve as solve_mod
+    from lumoscore.decompose import symmetric_decomposition
+
+    rng = np.random.default_rng(seed)
+    P, K = 5, 6
+    C = _demands(rng, H, P, K, 0.8)
+    prefer = rng.integers(0, 3, size=C.shape)
+    old = solve_mod._BLOCK_ROWS
+    solve_mod._BLOCK_ROWS = per * P
+    try:
+        A = forward_split(C, prefer)
+        keys, vals = solve_mod._forward_entries(C, prefer)
+    finally:
+        solve_mod._BLOCK_ROWS = old
+    for s in range(0, H, per):
+        blk, pb = C[s : s + per], prefer[s : s + per]
+        n = len(blk)
+        big, pbig = np.zeros((n * P, n * P), np.int64), np.zeros((n * P, n * P), np.int64)
+        for b in range(n):
+            big[b * P : (b + 1) * P, b * P : (b + 1) * P] = blk[b]
+            pbig[b * P : (b + 1) * P, b * P : (b + 1) * P] = pb[b]
+        ref = symmetric_decomposition(big, prefer=pbig)
+        for b in range(n):
+            assert (A[s + b] == ref[b * P : (b + 1) * P, b * P : (b + 1) * P]).all()
+    assert keys.tolist() == np.flatnonzero(A).tolist()
+    assert vals.tolist() == A.reshape(-1)[keys].tolist()
