@@ -103,7 +103,7 @@ def test_default_experiment() -> None:
     assert [r.arch for r in runs] == list(PRESETS)
     assert {
         (r.gpus, r.trace.preset, r.trace.jobs, r.trace.beta_s, r.seed, r.eps) for r in runs
-    } == {(4096, "lumoscore-paper", 150, 2000.0, 1, 0.01)}
+    } == {(4096, "lumoscore-paper", 1000, 2000.0, 1, 0.0)}
     path = Path(__file__).parents[1] / "examples" / "experiments" / "default.toml"
     assert load_experiment(path) == DEFAULT_EXPERIMENT
 

@@ -56,8 +56,8 @@ def test_simulation_presets_expand_at_default_scale(name: str) -> None:
     assert runs
     assert len({run_key(r) for r in runs}) == len(runs)  # no duplicate run
     for r in runs:
-        assert r.eps == 0.01 and 50 <= r.trace.jobs <= 300
-    assert preset.full_command == f"lumos run --preset {name} --jobs 1000 --eps 0"
+        assert r.eps == 0.0 and 50 <= r.trace.jobs <= 300
+    assert preset.full_command == f"lumos run --preset {name} --jobs 1000"
     # The full-scale overrides reach every run.
     full = preset_runs(preset_experiments(preset, jobs=1000, eps=0.0))
     assert len(full) == len(runs)

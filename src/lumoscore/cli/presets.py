@@ -15,7 +15,7 @@ def presets(json_out: JsonOption = False) -> None:
     """List the paper presets (name, paper figure, kind, what it runs).
 
     Run one with `lumos run --preset NAME`; simulation presets are scaled down by default
-    (`--jobs 1000 --eps 0` reproduces the paper's scale).
+    (`--jobs 1000` reproduces the paper's scale).
     """
     from lumoscore.experiments.presets import PAPER_PRESETS
 
@@ -31,7 +31,7 @@ def presets(json_out: JsonOption = False) -> None:
     if not console.is_terminal:
         console = Console(width=max(console.width, 140))
     console.print(table)
-    console.print("full scale: simulation presets with --jobs 1000 --eps 0; details: --json")
+    console.print("full scale: simulation presets with --jobs 1000; details: --json")
 
 
 def register(app: typer.Typer) -> None:

@@ -233,7 +233,7 @@ def run(
     """Run an experiment (every architecture x size x sweep value x seed) into a result store.
 
     `--preset NAME` runs a paper preset instead (`lumos presets` lists them).
-    Simulation presets are scaled-down sweeps (`--jobs 1000 --eps 0`: the
+    Simulation presets are scaled-down sweeps (`--jobs 1000`: the
     paper's scale); task presets (fig7, table6, sec6.6) write their tables
     and figures into `--out` (default results/NAME).
 

@@ -78,8 +78,8 @@ def simulate(
         typer.Option(
             "--eps",
             min=0.0,
-            help="0 = exact max-min rates; e.g. 0.01 = (1+eps)-approximate (much faster on "
-            "contended fabrics; reported in the summary).",
+            help="0 = exact max-min rates (incremental, the fast mode); e.g. 0.01 = "
+            "(1+eps)-approximate filling (reported in the summary).",
         ),
     ] = 0.0,
     out: Annotated[

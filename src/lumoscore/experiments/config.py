@@ -591,8 +591,8 @@ DEFAULT_EXPERIMENT = ExperimentConfig(
     description="LumosCore §6.4: seven architectures at 4096 GPUs, lumoscore-paper workload",
     gpus=4096,
     architectures=list(PRESETS),
-    trace=ExperimentTrace(preset="lumoscore-paper", jobs=150, beta_s=2000.0),
+    trace=ExperimentTrace(preset="lumoscore-paper", jobs=1000, beta_s=2000.0),
     queue="fifo",
-    eps=0.01,
+    eps=0.0,
     seeds=[1],
 )

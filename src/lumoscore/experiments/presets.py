@@ -8,8 +8,8 @@ lists them) to a :class:`PaperPreset` of one of two kinds:
   :mod:`lumoscore.report`, which detects the swept parameter and draws the paper's plot).
   Presets with several parts sweep a parameter whose values differ between architectures
   (Fig. 25: ``probing`` for Clos, ``planned`` for LumosCore; Fig. 24: rail-optimized wiring
-  exists for Clos only). Defaults are scaled down (fewer jobs, ``eps = 0.01``) so that each
-  preset runs in minutes on two cores; ``--jobs 1000 --eps 0`` gives the paper's scale.
+  exists for Clos only). Defaults are scaled down (fewer jobs; exact max-min rates) so that
+  each preset runs in minutes on two cores; ``--jobs 1000`` gives the paper's scale.
 * ``task``: a function that computes a table and a figure outside the simulator and writes
   CSV, Markdown, PNG and SVG files (each atomically) into an output folder:
   :func:`run_fig7` (maximum cluster size, Fig. 7), :func:`run_table6` (rewired OCS links per
@@ -71,7 +71,7 @@ CLOS_ARCHS: tuple[str, ...] = tuple(a for a in PRESETS if a.startswith("clos-"))
 #: ``fig8c`` (16k-GPU runs) uses :data:`SWEEP_JOBS`.
 DEFAULT_JOBS = 200
 SWEEP_JOBS = 100
-DEFAULT_EPS = 0.01
+DEFAULT_EPS = 0.0
 #: Workload level of the paper's runs (LumosCore §6.2, Eq. 9, from the Helios trace): the
 #: arrival rate of every run is set so that the sampled trace has this level on the run's
 #: cluster, so clusters of every size are equally loaded (a fixed ``beta_s`` would overload
@@ -173,16 +173,14 @@ def _experiment(
     return ExperimentConfig.model_validate(doc)
 
 
-_FULL = "lumos run --preset {name} --jobs 1000 --eps 0"
+_FULL = "lumos run --preset {name} --jobs 1000"
 
 
 def _scale_text(jobs: int, *, load: bool = True) -> str:
     level = f" at workload level {PAPER_LOAD:g} (Eq. 9, the paper's)" if load else ""
     return (
-        f"Default: {jobs} jobs of the lumoscore-paper workload{level}, eps = {DEFAULT_EPS:g} "
-        "(within "
-        "about 1e-5 of exact max-min rates), seed 1; the paper: 1000 jobs, exact rates "
-        "(`--jobs 1000 --eps 0`)."
+        f"Default: {jobs} jobs of the lumoscore-paper workload{level}, exact max-min rates, "
+        "seed 1; the paper: 1000 jobs (`--jobs 1000`)."
     )
 
 

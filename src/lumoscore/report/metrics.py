@@ -74,7 +74,7 @@ _SUMMARY_NAMES = frozenset(
 )
 _SUMMARY_PATTERN = re.compile(r"^(mean|p\d+|max|min|std)_")
 #: Run statistics worth a column when the simulator or fabric reports them.
-_STAT_PATTERN = re.compile(r"fragment|reconfig|rewired|refusal|stranded|admission")
+_STAT_PATTERN = re.compile(r"fragment|reconfig|rewired|refusal|reroute|admission")
 
 
 def is_summary_column(name: str) -> bool:
@@ -310,7 +310,7 @@ def run_extras(info: Mapping[str, Any] | None) -> dict[str, float]:
 
     Numeric entries of ``info["stats"]`` (simulator) and ``info["fabric"]`` (fabric
     description) whose name mentions fragmentation, reconfiguration, rewiring, refusals,
-    stranded links or admissions become ``stats.<name>`` / ``fabric.<name>`` columns; anything
+    re-routes or admissions become ``stats.<name>`` / ``fabric.<name>`` columns; anything
     absent is simply left out.
 
     Examples
