@@ -62,6 +62,7 @@ from lumoscore.sim.plan import (
 )
 from lumoscore.sim.queueing import blocking, check_policy, ordered
 from lumoscore.sim.results import SimResult
+from lumoscore.sim.solo import claim_solo, release_solo
 from lumoscore.workload.job import Job
 
 __all__ = ["Placer", "SimulationError", "Simulator"]
@@ -351,9 +352,7 @@ class Simulator:
             if mode == "fluid":
                 fluid_count[rp.links] -= 1
                 return
-            solo_count[rp.links] -= 1
-            solo_load[rp.links] -= peak_of(rp)
-            solo_load[rp.links[solo_count[rp.links] == 0]] = 0.0  # no float residue
+            release_solo(rp.links, peak_of(rp), solo_count, solo_load)
 
         def join_fluid(jid: int, rp: RoundPlan, t0: float, now: float) -> None:
             """Put a round that started at ``t0`` into the fluid set at its exact progress
@@ -400,23 +399,17 @@ class Simulator:
             jid = run.job.job_id
             t0 = now if t0 is None else t0
             links = rp.links
-            if self.isolation and not fluid_count[links].any():
+            if self.isolation:
                 # Solo rounds whose summed peak loads fit every link they share never saturate
                 # a shared link, so each keeps its solo max-min rates (each flow's bottleneck
                 # is an unshared link): the round runs on its solo timeline.
-                shared = solo_count[links] > 0
-                pk = peak_of(rp)
-                if not shared.any() or bool(
-                    np.all(
-                        solo_load[links[shared]] + pk[shared]
-                        <= cap[links[shared]] * (1.0 - _FIT_RTOL)
-                    )
-                ):
+                solo, shared = claim_solo(
+                    links, peak_of(rp), cap, fluid_count, solo_count, solo_load, _FIT_RTOL
+                )
+                if solo:
                     stats["solo_rounds"] += 1
-                    stats["shared_solo_rounds"] += int(shared.any())
+                    stats["shared_solo_rounds"] += int(shared)
                     inflight[jid] = (rp, t0, "solo")
-                    solo_count[links] += 1
-                    solo_load[links] += pk
                     q.schedule(
                         t0 + rp.solo_s,
                         "roundend",
