@@ -264,3 +264,59 @@ def test_cli_simulate_bad_input_exit_2() -> None:
     with pytest.raises(SystemExit) as exc:
         main(["simulate", "--arch", "best", "--gpus", "256"])
     assert exc.value.code == 2
+
+
+class TwoCoreFabric(BottleneckFabric):
+    """Two parallel core links A and B. With ``move``, job 0 starts on A and the admission of
+    job 1 takes A away and lists job 0 for re-routing onto B; without, every job uses B."""
+
+    def __init__(self, gpus: int, move: bool) -> None:
+        super().__init__(gpus)
+        self.capacity_bps = np.concatenate([self.capacity_bps, [100e9]])  # link B = 2G + 1
+        self.move = move
+        self.on_b: set[int] = set()
+
+    def admit(self, job_id, gpus):
+        if not self.move or job_id != 0:
+            self.on_b.add(job_id)
+        if self.move and job_id == 1:
+            return FabricChange(0.0, np.array([2 * self.gpus]), np.array([0.0]), reroute=(0,))
+        return FabricChange()
+
+    def forget_routes(self, job_id):
+        self.on_b.add(job_id)
+
+    def routes(self, src, dst, flow_key, *, job_id=0):
+        r = super().routes(src, dst, flow_key, job_id=job_id)
+        if not self.move or job_id in self.on_b:
+            r.indices[r.indices == 2 * self.gpus] = 2 * self.gpus + 1
+        return r
+
+
+def test_rerouted_round_in_flight_moves_its_remaining_bits(monkeypatch) -> None:
+    """Job 0's core link goes away when job 1 is admitted: job 0 is routed again onto the
+    other, equal link, a round in flight included. Finish times equal those of the same trace
+    where every job used that link from the start; some arrival times hit a round in flight."""
+    moved = []
+    remove = FluidSet.remove_job
+
+    def spy(self, job_id):
+        moved.append(job_id)
+        return remove(self, job_id)
+
+    monkeypatch.setattr(FluidSet, "remove_job", spy)
+    first = job(0, 0.0, 32, ep=1)
+    plan = build_plan(first, np.arange(32), TwoCoreFabric(64, False))
+    ends = np.cumsum([x for rp in plan.rounds for x in (rp.compute_s, rp.solo_s)])
+    mid = [e - rp.solo_s / 2 for e, rp in zip(ends[1::2], plan.rounds, strict=True) if rp.solo_s]
+    mid_round = [k * plan.iteration_s + t for k in range(3) for t in mid]
+    for arrival in [*mid_round, *ends[::2]]:  # in rounds, and at compute ends
+        jobs = [first, job(1, float(arrival), 32, ep=1)]
+        runs = []
+        for move in (True, False):
+            fab = TwoCoreFabric(64, move)
+            res = Simulator(fab, jobs).run()
+            assert res.stats["reroutes"] == int(move)
+            runs.append(res.jobs["finish_s"].to_numpy())
+        np.testing.assert_allclose(runs[0], runs[1], rtol=1e-9)
+    assert moved.count(0) >= 3  # rounds in flight were moved
