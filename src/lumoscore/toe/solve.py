@@ -7,7 +7,9 @@
   a current configuration several bipartitions of
   :func:`~lumoscore.toe.mdmcf.merge_decompose` are run (halves; peel in the natural channel
   order, and on small instances in three more orders) and the least rewiring is kept per
-  group;
+  group -- unless the halves split already meets the lower bound ``sum |A - U|`` (``U`` the
+  current forward circuits over all channels) in every group, when no other split can be
+  better;
 * ``mcf`` -- the same decomposition without rewiring awareness: ``A`` split evenly by the
   integer decomposition (the MinRewiring-style baseline of Cross Wiring §6.2);
 * ``ilp`` -- exact OR-Tools CP-SAT (:mod:`lumoscore.toe.ilp`);
