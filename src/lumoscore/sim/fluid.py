@@ -40,7 +40,7 @@ from lumoscore.sim.kernels import (
     T0,
     FluidState,
     fluid_advance,
-    link_rows,
+    link_lists_append,
     new_state,
     rebuild_heap,
     remaining_at,
@@ -53,36 +53,72 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
+def _grown(a: np.ndarray, used: int, need: int) -> np.ndarray:
+    """``a`` with room for ``need`` entries (capacity doubled), its first ``used`` kept."""
+    if need <= a.shape[0]:
+        return a
+    out = np.empty(max(need, 2 * a.shape[0], 16), dtype=a.dtype)
+    out[:used] = a[:used]
+    return out
+
+
 class FluidSet:
     """In-flight weighted flows of several jobs over one fabric's links.
 
     ``capacity_bps`` is the fabric's capacity array (shared: call :meth:`touch` after it
     changes). Exact sets (``eps = 0``) re-solve incrementally when rounds join or flows
     finish and keep their rates when finished rows are dropped; (1+eps) sets refill from the
-    smallest finished rate and solve from scratch when rounds join.
+    smallest finished rate and solve from scratch when rounds join. Rows live in buffers that
+    grow by doubling, so a round joins in time proportional to its own rows.
     """
 
     def __init__(self, capacity_bps: FloatArray, eps: float = 0.0) -> None:
         self.capacity = capacity_bps
         self.grow = 1.0 + eps
-        self.indptr = np.zeros(1, dtype=np.int64)
-        self.indices = np.zeros(0, dtype=np.int64)
-        self.weight = np.zeros(0)
-        self.size = np.zeros(0)
-        self.alive = np.zeros(0, dtype=np.bool_)
-        self.slot = np.zeros(0, dtype=np.int64)
-        self.row_of = np.zeros(0, dtype=np.int64)  # row of the round's plan
+        self._n = 0  # rows in use
+        self._indptr = np.zeros(1, dtype=np.int64)
+        self._indices = np.zeros(0, dtype=np.int64)
+        self._weight = np.zeros(0)
+        self._size = np.zeros(0)
+        self._alive = np.zeros(0, dtype=np.bool_)
+        self._slot = np.zeros(0, dtype=np.int64)
+        self._row_of = np.zeros(0, dtype=np.int64)  # row of the round's plan
         self.live = np.zeros(0, dtype=np.int64)  # live rows per slot
         self.n_rows: dict[int, int] = {}  # slot -> rows of its round's plan
         self.slot_of: dict[int, int] = {}  # job id -> slot
         self.job_of: dict[int, int] = {}  # slot -> job id
         self.clock_s = 0.0
-        self._st: FluidState = new_state(0, capacity_bps.size)
+        self._buf: FluidState = new_state(0, capacity_bps.size)
+        self._views: FluidState | None = None
+        # the rows crossing each link, as linked lists (lhead per link; lnext, lrow per entry)
+        self._lhead = np.full(capacity_bps.size, -1, dtype=np.int64)
+        self._lnext = np.zeros(0, dtype=np.int64)
+        self._lrow = np.zeros(0, dtype=np.int64)
         self._mode = FULL_SOLVE
         self._r_min = math.inf
         self._new_from = 0  # rows from here on joined since the last solve
-        self._link_rows: tuple[IntArray, IntArray] | None = None
         self._done = False  # some round has no flow left (until pop_finished)
+
+    # views of the rows in use
+    @property
+    def alive(self) -> NDArray[np.bool_]:
+        """Whether each row is still sending."""
+        return self._alive[: self._n]
+
+    @property
+    def slot(self) -> IntArray:
+        """Owner slot of each row."""
+        return self._slot[: self._n]
+
+    @property
+    def _st(self) -> FluidState:
+        """The kernel state of the rows in use (views into the buffers, cached)."""
+        if self._views is None or self._views[0].shape[0] != self._n:
+            n = self._n
+            self._views = tuple(  # type: ignore[assignment]
+                a[:n] if i < ROW_FIELDS else a for i, a in enumerate(self._buf)
+            )
+        return self._views  # type: ignore[return-value]
 
     def __len__(self) -> int:
         """Live flow rows."""
@@ -91,12 +127,12 @@ class FluidSet:
     @property
     def solves(self) -> int:
         """Max-min (re)fillings so far."""
-        return int(self._st[META][M_SOLVES])
+        return int(self._buf[META][M_SOLVES])
 
     @property
     def rates(self) -> FloatArray:
         """Current rate of every row (valid after :meth:`run_until`; 0 for finished rows)."""
-        return np.where(self.alive, self._st[RATE], 0.0)
+        return np.where(self.alive, self._buf[RATE][: self._n], 0.0)
 
     @property
     def remaining(self) -> FloatArray:
@@ -137,7 +173,7 @@ class FluidSet:
                     f"flows in flight are at t={self.clock_s!r}; run them to {now_s!r} first"
                 )
             self.clock_s = float(now_s)
-        rem = rp.bits.copy() if remaining is None else remaining.astype(float)
+        rem = rp.bits if remaining is None else remaining.astype(float)
         live = rem > rp.bits * DONE_RTOL
         if not live.any():
             return
@@ -150,25 +186,40 @@ class FluidSet:
         self.job_of[s] = job_id
         self.live[s] = idx.size
         self.n_rows[s] = rp.n_flows
-        k = idx.size
-        self.indices = np.concatenate([self.indices, rp.indices[pos]])
-        self.indptr = np.concatenate([self.indptr, self.indptr[-1] + np.cumsum(lens)])
-        self.weight = np.concatenate([self.weight, rp.weight[idx]])
-        self.size = np.concatenate([self.size, rp.bits[idx]])
-        self.alive = np.concatenate([self.alive, np.ones(k, dtype=np.bool_)])
-        self.slot = np.concatenate([self.slot, np.full(k, s, dtype=np.int64)])
-        self.row_of = np.concatenate([self.row_of, idx])
+        n, k = self._n, idx.size
+        nnz, m = int(self._indptr[n]), pos.size
+        # room for k more rows and m more route entries
+        self._indptr = _grown(self._indptr, n + 1, n + k + 1)
+        self._indices, self._lnext, self._lrow = (
+            _grown(a, nnz, nnz + m) for a in (self._indices, self._lnext, self._lrow)
+        )
+        self._weight, self._size, self._alive, self._slot, self._row_of = (
+            _grown(a, n, n + k)
+            for a in (self._weight, self._size, self._alive, self._slot, self._row_of)
+        )
+        self._buf = tuple(  # type: ignore[assignment]
+            _grown(a, n, n + k) if i < ROW_FIELDS else a for i, a in enumerate(self._buf)
+        )
+        self._views = None
+        self._indices[nnz : nnz + m] = rp.indices[pos]
+        self._indptr[n + 1 : n + k + 1] = nnz + np.cumsum(lens)
+        self._weight[n : n + k] = rp.weight[idx]
+        self._size[n : n + k] = rp.bits[idx]
+        self._alive[n : n + k] = True
+        self._slot[n : n + k] = s
+        self._row_of[n : n + k] = idx
         fresh = new_state(k, 0)
         fresh[REM0][:] = rem[idx]
         fresh[T0][:] = self.clock_s
         if rates is not None and bottleneck is not None and self.grow == 1.0:
             fresh[RATE][:] = rates[idx]
             fresh[BOTT][:] = bottleneck[idx]
-        self._st = tuple(  # type: ignore[assignment]
-            np.concatenate([a, b]) if i < ROW_FIELDS else a
-            for i, (a, b) in enumerate(zip(self._st, fresh, strict=True))
+        for i in range(ROW_FIELDS):
+            self._buf[i][n : n + k] = fresh[i]
+        self._n = n + k
+        link_lists_append(
+            self._indptr, self._indices, self._lhead, self._lnext, self._lrow, n, n + k
         )
-        self._link_rows = None
         if self.grow > 1.0:
             self._mode = FULL_SOLVE
         elif self._mode != FULL_SOLVE:
@@ -184,27 +235,27 @@ class FluidSet:
     def run_until(self, until_s: float) -> bool:
         """Send until ``until_s`` or until a job's round has no flow left; return whether one
         has (see :meth:`pop_finished`). The clock stops at the completion time."""
-        if self.finished_pending():
+        if self._done:
             return True
-        if not self.alive.any():
+        n = self._n
+        alive = self._alive[:n]
+        if not alive.any():
             if math.isfinite(until_s):
                 self.clock_s = max(self.clock_s, float(until_s))
             return False
-        if self._link_rows is None:
-            self._link_rows = link_rows(self.indptr, self.indices, self.capacity.size)
-        l_ptr, l_rows = self._link_rows
         clock, self._mode, self._r_min, done = fluid_advance(
-            self.indptr,
-            self.indices,
+            self._indptr[: n + 1],
+            self._indices,
             self.capacity,
-            self.weight,
-            self.size,
-            self.alive,
-            self.slot,
+            self._weight[:n],
+            self._size[:n],
+            alive,
+            self._slot[:n],
             self.live,
             self._st,
-            l_ptr,
-            l_rows,
+            self._lhead,
+            self._lnext,
+            self._lrow,
             self.clock_s,
             float(until_s),
             self._mode,
@@ -213,7 +264,7 @@ class FluidSet:
             self.grow,
             DONE_RTOL,
         )
-        self._new_from = self.alive.size
+        self._new_from = n
         self.clock_s = float(clock)
         self._done = bool(done)
         return self._done
@@ -239,8 +290,8 @@ class FluidSet:
         del self.job_of[s]
         mine = self.alive & (self.slot == s)
         rem = np.zeros(self.n_rows.pop(s))
-        rem[self.row_of[mine]] = self.remaining[mine]
-        self.alive[mine] = False
+        rem[self._row_of[: self._n][mine]] = self.remaining[mine]
+        self._alive[: self._n][mine] = False
         self.live[s] = 0
         self._mode = FULL_SOLVE
         self._maybe_compact()
@@ -248,22 +299,25 @@ class FluidSet:
 
     def _maybe_compact(self) -> None:
         """Drop dead rows once they outnumber the live ones (rows not yet solved stay last)."""
-        n = self.alive.size
-        if n == 0 or 2 * int(self.alive.sum()) > n:
+        n = self._n
+        keep = self._alive[:n].copy()
+        n_new = int(keep.sum())
+        if n == 0 or 2 * n_new > n:
             return
-        keep = self.alive
-        lens = np.diff(self.indptr)
-        self.indices = self.indices[np.repeat(keep, lens)]
-        self.indptr = np.concatenate([[0], np.cumsum(lens[keep])]).astype(np.int64)
-        self.weight = self.weight[keep]
-        self.size = self.size[keep]
-        self.slot = self.slot[keep]
-        self.row_of = self.row_of[keep]
+        lens = np.diff(self._indptr[: n + 1])
+        nnz_new = int(lens[keep].sum())
+        self._indices[:nnz_new] = self._indices[: int(self._indptr[n])][np.repeat(keep, lens)]
+        self._indptr[1 : n_new + 1] = np.cumsum(lens[keep])
+        for a in (self._weight, self._size, self._alive, self._slot, self._row_of):
+            a[:n_new] = a[:n][keep]
+        for i in range(ROW_FIELDS):
+            self._buf[i][:n_new] = self._buf[i][:n][keep]
         self._new_from = int(keep[: self._new_from].sum())
-        st = [a[keep] if i < ROW_FIELDS else a for i, a in enumerate(self._st)]
-        self._st = tuple(st)  # type: ignore[assignment]
-        self.alive = self.alive[keep]
-        self._link_rows = None
+        self._n = n_new
+        self._lhead[:] = -1
+        link_lists_append(
+            self._indptr, self._indices, self._lhead, self._lnext, self._lrow, 0, n_new
+        )
         if self.grow > 1.0:
             self._mode = FULL_SOLVE
         else:

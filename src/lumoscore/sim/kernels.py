@@ -50,7 +50,8 @@ __all__ = [
     "FluidState",
     "fluid_advance",
     "fluid_run",
-    "link_rows",
+    "link_lists",
+    "link_lists_append",
     "new_state",
     "rebuild_heap",
     "remaining_at",
@@ -144,23 +145,36 @@ def new_state(n_rows: int, n_links: int) -> FluidState:  # pragma: no cover - co
 
 
 @numba.njit(cache=True)
-def link_rows(
-    f_ptr: IntArray, c_idx: IntArray, n_links: int
-) -> tuple[IntArray, IntArray]:  # pragma: no cover - compiled
-    """The rows crossing each link, as CSR ``(l_ptr, rows)`` (the transpose of the routes)."""
-    l_ptr = np.zeros(n_links + 1, dtype=np.int64)
-    for j in range(c_idx.size):
-        l_ptr[c_idx[j] + 1] += 1
-    for q in range(n_links):
-        l_ptr[q + 1] += l_ptr[q]
-    fill = l_ptr[:-1].copy()
-    rows = np.empty(c_idx.size, dtype=np.int64)
-    for f in range(f_ptr.size - 1):
+def link_lists_append(
+    f_ptr: IntArray,
+    c_idx: IntArray,
+    lhead: IntArray,
+    lnext: IntArray,
+    lrow: IntArray,
+    first_row: int,
+    end_row: int,
+) -> None:  # pragma: no cover - compiled
+    """Add rows ``first_row:end_row`` to the per-link lists of rows: entry ``j`` of the
+    routes (row ``lrow[j]``) is linked after ``lhead[link]`` through ``lnext``."""
+    for f in range(first_row, end_row):
         for j in range(f_ptr[f], f_ptr[f + 1]):
             q = c_idx[j]
-            rows[fill[q]] = f
-            fill[q] += 1
-    return l_ptr, rows
+            lrow[j] = f
+            lnext[j] = lhead[q]
+            lhead[q] = j
+
+
+@numba.njit(cache=True)
+def link_lists(
+    f_ptr: IntArray, c_idx: IntArray, n_links: int
+) -> tuple[IntArray, IntArray, IntArray]:  # pragma: no cover - compiled
+    """The rows crossing each link as linked lists ``(lhead, lnext, lrow)`` (the transpose of
+    the routes; rows can be appended, :func:`link_lists_append`)."""
+    lhead = np.full(n_links, -1, dtype=np.int64)
+    lnext = np.empty(c_idx.size, dtype=np.int64)
+    lrow = np.empty(c_idx.size, dtype=np.int64)
+    link_lists_append(f_ptr, c_idx, lhead, lnext, lrow, 0, f_ptr.size - 1)
+    return lhead, lnext, lrow
 
 
 @numba.njit(cache=True)
@@ -435,8 +449,9 @@ def _closure(
     weight: FloatArray,
     alive: BoolArray,
     st: FluidState,
-    l_ptr: IntArray,
-    l_rows: IntArray,
+    lhead: IntArray,
+    lnext: IntArray,
+    lrow: IntArray,
     new_from: int,
     clock_s: float,
     limit: int,
@@ -521,8 +536,10 @@ def _closure(
             if nb[q] == 0 and smark[q] != stamp and not overloaded:
                 continue  # no certificate there, no refilled row: nothing can break
             if overloaded:  # warm rows overload it: refill all
-                for z in range(l_ptr[q], l_ptr[q + 1]):
-                    g = l_rows[z]
+                z = lhead[q]
+                while z >= 0:
+                    g = lrow[z]
+                    z = lnext[z]
                     if alive[g] and rmark[g] != stamp:
                         if ns == limit:
                             return False
@@ -534,16 +551,20 @@ def _closure(
             saturated = link_load[q] >= c * (1.0 - CERT_RTOL)
             top = 0.0  # fastest row on q
             s_lev = -1.0  # level at which refilled rows froze on q
-            for z in range(l_ptr[q], l_ptr[q + 1]):
-                g = l_rows[z]
+            z = lhead[q]
+            while z >= 0:
+                g = lrow[z]
+                z = lnext[z]
                 if alive[g]:
                     r = rate[g]
                     if r > top:
                         top = r
                     if rmark[g] == stamp and bott[g] == q and r > s_lev:
                         s_lev = r
-            for z in range(l_ptr[q], l_ptr[q + 1]):
-                g = l_rows[z]
+            z = lhead[q]
+            while z >= 0:
+                g = lrow[z]
+                z = lnext[z]
                 if not alive[g] or rmark[g] == stamp:
                     continue
                 r = rate[g]
@@ -570,8 +591,9 @@ def _solve(
     weight: FloatArray,
     alive: BoolArray,
     st: FluidState,
-    l_ptr: IntArray,
-    l_rows: IntArray,
+    lhead: IntArray,
+    lnext: IntArray,
+    lrow: IntArray,
     mode: int,
     r_min: float,
     new_from: int,
@@ -585,7 +607,9 @@ def _solve(
             _refill_suffix(f_ptr, c_idx, cap, weight, alive, st, r_min, clock_s, grow)
             return
         limit = max(64, alive.size // 2)
-        if _closure(f_ptr, c_idx, cap, weight, alive, st, l_ptr, l_rows, new_from, clock_s, limit):
+        if _closure(
+            f_ptr, c_idx, cap, weight, alive, st, lhead, lnext, lrow, new_from, clock_s, limit
+        ):
             return
         meta[M_FALLBACKS] += 1
     # from scratch: every alive row, loads rebuilt from the rates held since t0
@@ -626,8 +650,9 @@ def fluid_advance(
     slot: IntArray,
     live: IntArray,
     st: FluidState,
-    l_ptr: IntArray,
-    l_rows: IntArray,
+    lhead: IntArray,
+    lnext: IntArray,
+    lrow: IntArray,
     clock_s: float,
     until_s: float,
     mode: int,
@@ -642,8 +667,8 @@ def fluid_advance(
     completions or after rows ``new_from`` on joined, or :data:`RATES_VALID`). Stops at
     ``until_s``, or as soon as flow completions leave some slot (a job's round) with no live
     row (``live[slot]`` counts them), or when no row can progress. ``alive``, ``live`` and the
-    state ``st`` are updated in place; ``(l_ptr, l_rows)`` are the rows of each link
-    (:func:`link_rows`).
+    state ``st`` are updated in place; ``(lhead, lnext, lrow)`` are the rows of each link
+    (:func:`link_lists`).
 
     Returns ``(clock_s, mode, r_min, round_done)``.
     """
@@ -658,8 +683,9 @@ def fluid_advance(
                 weight,
                 alive,
                 st,
-                l_ptr,
-                l_rows,
+                lhead,
+                lnext,
+                lrow,
                 mode,
                 r_min,
                 new_from,
@@ -767,7 +793,7 @@ def fluid_run(
     slot = np.zeros(n, dtype=np.int64)
     t = 0.0
     if live[0] > 0:
-        l_ptr, l_rows = link_rows(f_ptr, c_idx, c_cap.size)
+        lhead, lnext, lrow = link_lists(f_ptr, c_idx, c_cap.size)
         t, _, _, done = fluid_advance(
             f_ptr,
             c_idx,
@@ -778,8 +804,9 @@ def fluid_run(
             slot,
             live,
             st,
-            l_ptr,
-            l_rows,
+            lhead,
+            lnext,
+            lrow,
             0.0,
             until_s,
             FULL_SOLVE,
