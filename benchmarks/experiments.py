@@ -1,10 +1,10 @@
 """Experiments benchmark: the default experiment of ``lumos run`` end to end.
 
 Runs ``lumos run --out <tmp> --no-report`` (the LumosCore paper's 4096-GPU comparison of the
-seven presets on the ``lumoscore-paper`` workload, 150 jobs, eps 0.01) in a fresh process, as a
-user would, and reports the command's wall time and each run's simulation wall time (from the
-store's index). Then reruns the command on the same store: every run is already stored, so the rerun
-measures the resume path (load, validate, skip, summarize).
+seven presets on the ``lumoscore-paper`` workload, 1000 jobs, exact max-min rates) in a fresh
+process, as a user would, and reports the command's wall time and each run's simulation wall
+time (from the store's index). Then reruns the command on the same store: every run is already
+stored, so the rerun measures the resume path (load, validate, skip, summarize).
 
 Target (issue 7, 2-core machine): the default experiment completes in <= 120 s.
 
