@@ -533,8 +533,8 @@ def _closure(
             if not c < np.inf:
                 continue
             overloaded = link_load[q] > c * (1.0 + CERT_RTOL)
-            if nb[q] == 0 and smark[q] != stamp and not overloaded:
-                continue  # no certificate there, no refilled row: nothing can break
+            if nb[q] == 0 and not overloaded:
+                continue  # no row is certified on q (refilled ones neither): nothing can break
             if overloaded:  # warm rows overload it: refill all
                 z = lhead[q]
                 while z >= 0:
