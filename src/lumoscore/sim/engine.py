@@ -515,8 +515,8 @@ class Simulator:
 
         def reroute(run: _Run, now: float) -> None:
             """Route a running job again (its routes crossed a link that went away): new plan
-            from the next round on; a round in flight in the fluid set moves its remaining
-            bits onto the new routes now (a solo round in flight crosses no changed link)."""
+            from the next round on, and a round in flight moves its remaining bits onto the new
+            routes now (in the shared fluid set)."""
             jid = run.job.job_id
             fab.forget_routes(jid)
             t0 = time.perf_counter()
@@ -535,7 +535,12 @@ class Simulator:
                 scratch[shared] = False
                 link_users[plan.links] += 1
             run.plan = plan
-            if jid in inflight and inflight[jid][2] == "fluid":
+            if jid in inflight and inflight[jid][2] == "solo":
+                q.cancel(("roundend", jid))
+                rp, t0_round, _ = inflight[jid]
+                end_inflight(jid)
+                join_fluid(jid, rp, t0_round, now)
+            if jid in inflight:
                 t0_round = inflight[jid][1]
                 rem = fluid.remove_job(jid)
                 end_inflight(jid)
