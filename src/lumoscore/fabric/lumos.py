@@ -419,8 +419,8 @@ class LumosCoreFabric(Fabric):
         G, F = spec.gpus, src.size
         if self.routing == "ideal":
             return Routes.from_columns(src, G + dst)
-        a = spec.leaf_of_gpu(src)
-        b = spec.leaf_of_gpu(dst)
+        a = src // spec.k_leaf  # leaf of each GPU (endpoints checked above)
+        b = dst // spec.k_leaf
         pa, pb = a // spec.leaves_per_pod, b // spec.leaves_per_pod
         same_leaf = a == b
         intra = (pa == pb) & ~same_leaf
