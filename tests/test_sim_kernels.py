@@ -186,6 +186,7 @@ def test_rates_stay_max_min_as_rounds_join_and_leave(
         ).rates
         got = np.array([fs.rates[fs.alive & (fs.slot == fs.slot_of[i])][0] for i in left])
         assert np.allclose(got, fresh, rtol=1e-9, atol=0)
+        assert len(fs) == int(fs.alive.sum())
         # the per-link count of bottlenecked rows the kernel keeps is exact
         bott = fs._st[BOTT][fs.alive]
         np.testing.assert_array_equal(fs._st[NB], np.bincount(bott[bott >= 0], minlength=cap.size))

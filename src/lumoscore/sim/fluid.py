@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 from lumoscore.sim.kernels import (
     BOTT,
     FULL_SOLVE,
+    M_ALIVE,
     M_SOLVES,
     META,
     RATE,
@@ -122,7 +123,7 @@ class FluidSet:
 
     def __len__(self) -> int:
         """Live flow rows."""
-        return int(self.live.sum())
+        return int(self._buf[META][M_ALIVE])
 
     @property
     def solves(self) -> int:
@@ -217,6 +218,7 @@ class FluidSet:
         for i in range(ROW_FIELDS):
             self._buf[i][n : n + k] = fresh[i]
         self._n = n + k
+        self._buf[META][M_ALIVE] += k
         link_lists_append(
             self._indptr, self._indices, self._lhead, self._lnext, self._lrow, n, n + k
         )
@@ -292,6 +294,7 @@ class FluidSet:
         rem = np.zeros(self.n_rows.pop(s))
         rem[self._row_of[: self._n][mine]] = self.remaining[mine]
         self._alive[: self._n][mine] = False
+        self._buf[META][M_ALIVE] -= int(mine.sum())
         self.live[s] = 0
         self._mode = FULL_SOLVE
         self._maybe_compact()

@@ -78,8 +78,8 @@ RATES_VALID, REFILL, FULL_SOLVE = 0, 1, 2
 #: highest load each link has carried), lmark (scratch stamps), touched (links whose load fell
 #: since the last solve), tmark (1 if listed in touched), chk (scratch), nb (alive rows whose
 #: bottleneck is the link), smark and slist (scratch). Last, meta
-#: (int64[8]): heap size, order length, solves, rows refilled, stamp, touched count, closure
-#: fall-backs, closure rounds.
+#: (int64[9]): heap size, order length, solves, rows refilled, stamp, touched count, closure
+#: fall-backs, closure rounds, rows alive.
 FluidState = tuple[
     FloatArray,
     FloatArray,
@@ -111,7 +111,7 @@ LOAD, LOCAL, PEAK, LMARK, TOUCHED, TMARK, CHK, NB, SMARK, SLIST = range(
 )
 META = ROW_FIELDS + LINK_FIELDS
 #: ``meta`` entries.
-M_HEAP, M_ORDER, M_SOLVES, M_REFILLED, M_STAMP, M_TOUCHED, M_FALLBACKS, M_ROUNDS = range(8)
+M_HEAP, M_ORDER, M_SOLVES, M_REFILLED, M_STAMP, M_TOUCHED, M_FALLBACKS, M_ROUNDS, M_ALIVE = range(9)
 #: Relative tolerance of the bottleneck certificates (a link counts as saturated when its load
 #: is within it of the capacity; a rate as the link's largest within it).
 CERT_RTOL = 1e-9
@@ -140,7 +140,7 @@ def new_state(n_rows: int, n_links: int) -> FluidState:  # pragma: no cover - co
         np.zeros(n_links, dtype=np.int64),
         np.zeros(n_links, dtype=np.int64),
         np.zeros(n_links, dtype=np.int64),
-        np.zeros(8, dtype=np.int64),
+        np.zeros(9, dtype=np.int64),
     )
 
 
@@ -710,6 +710,7 @@ def fluid_advance(
                 break
             _heap_pop(hp, pos, fin, meta)
             alive[g] = False
+            meta[M_ALIVE] -= 1
             if bott[g] >= 0:
                 nb[bott[g]] -= 1
             if r > 0.0 and r < np.inf:
@@ -790,6 +791,7 @@ def fluid_run(
         glob[c_idx[k]] = f_idx[k]
     st = new_state(n, c_cap.size)
     st[REM0][:] = np.where(alive, remaining, 0.0)
+    st[META][M_ALIVE] = live[0]
     slot = np.zeros(n, dtype=np.int64)
     t = 0.0
     if live[0] > 0:
