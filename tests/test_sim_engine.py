@@ -154,6 +154,21 @@ def test_isolation_fast_path_equals_round_by_round(seed: int, beta: float) -> No
         assert np.allclose(fast[col], slow[col], rtol=1e-9, atol=1e-6), col
 
 
+def test_rounds_claimed_ahead_equal_round_by_round() -> None:
+    """A contended ECMP Clos trace: rounds whose links are claimed when their compute starts
+    (and handed back when another round needs the links first) give the same times as
+    simulating every round in the shared fluid set."""
+    from lumoscore.fabric.presets import make_fabric
+
+    jobs = generate_trace("lumoscore-paper", 30, seed=3, cluster_gpus=1024, beta_s=300.0).jobs
+    fast = Simulator(make_fabric("clos-51.2T-3tier", 1024), jobs).run()
+    slow = Simulator(make_fabric("clos-51.2T-3tier", 1024), jobs, isolation=False).run()
+    assert fast.stats["reserved_rounds"] > 100 and fast.stats["unreserved_rounds"] > 10
+    assert slow.stats["reserved_rounds"] == 0
+    for col in ("start_s", "finish_s", "jrt_s", "contention_level"):
+        np.testing.assert_allclose(fast.jobs[col], slow.jobs[col], rtol=1e-9, atol=1e-6)
+
+
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10_000))
 def test_reconfiguration_is_exact(seed: int) -> None:
@@ -267,20 +282,24 @@ def test_cli_simulate_bad_input_exit_2() -> None:
 
 
 class TwoCoreFabric(BottleneckFabric):
-    """Two parallel core links A and B. With ``move``, job 0 starts on A and the admission of
-    job 1 takes A away and lists job 0 for re-routing onto B; without, every job uses B."""
+    """Two parallel core links A and B. With ``move``, jobs start on A and the admission of
+    job 1 takes A away and lists the jobs on it for re-routing onto B; without, every job
+    uses B."""
 
     def __init__(self, gpus: int, move: bool) -> None:
         super().__init__(gpus)
         self.capacity_bps = np.concatenate([self.capacity_bps, [100e9]])  # link B = 2G + 1
         self.move = move
         self.on_b: set[int] = set()
+        self.admitted: set[int] = set()
 
     def admit(self, job_id, gpus):
-        if not self.move or job_id != 0:
+        self.admitted.add(job_id)
+        if not self.move or job_id == 1:
             self.on_b.add(job_id)
         if self.move and job_id == 1:
-            return FabricChange(0.0, np.array([2 * self.gpus]), np.array([0.0]), reroute=(0,))
+            on_a = tuple(sorted(self.admitted - self.on_b))
+            return FabricChange(0.0, np.array([2 * self.gpus]), np.array([0.0]), reroute=on_a)
         return FabricChange()
 
     def forget_routes(self, job_id):
@@ -294,9 +313,10 @@ class TwoCoreFabric(BottleneckFabric):
 
 
 def test_rerouted_round_in_flight_moves_its_remaining_bits(monkeypatch) -> None:
-    """Job 0's core link goes away when job 1 is admitted: job 0 is routed again onto the
-    other, equal link, a round in flight included. Finish times equal those of the same trace
-    where every job used that link from the start; some arrival times hit a round in flight."""
+    """Job 0's core link goes away when job 1 is admitted: job 0 (and job 2, when it shares
+    the link) is routed again onto the other, equal link, a round in flight or claimed ahead
+    included. Finish times equal those of the same trace where every job used that link from
+    the start; some arrival times hit a round in flight."""
     moved = []
     remove = FluidSet.remove_job
 
@@ -306,17 +326,21 @@ def test_rerouted_round_in_flight_moves_its_remaining_bits(monkeypatch) -> None:
 
     monkeypatch.setattr(FluidSet, "remove_job", spy)
     first = job(0, 0.0, 32, ep=1)
-    plan = build_plan(first, np.arange(32), TwoCoreFabric(64, False))
+    plan = build_plan(first, np.arange(32), TwoCoreFabric(96, False))
     ends = np.cumsum([x for rp in plan.rounds for x in (rp.compute_s, rp.solo_s)])
     mid = [e - rp.solo_s / 2 for e, rp in zip(ends[1::2], plan.rounds, strict=True) if rp.solo_s]
     mid_round = [k * plan.iteration_s + t for k in range(3) for t in mid]
+    handed_back = 0
     for arrival in [*mid_round, *ends[::2]]:  # in rounds, and at compute ends
-        jobs = [first, job(1, float(arrival), 32, ep=1)]
-        runs = []
-        for move in (True, False):
-            fab = TwoCoreFabric(64, move)
-            res = Simulator(fab, jobs).run()
-            assert res.stats["reroutes"] == int(move)
-            runs.append(res.jobs["finish_s"].to_numpy())
-        np.testing.assert_allclose(runs[0], runs[1], rtol=1e-9)
+        for pair in (False, True):  # job 0 alone on A, or sharing it with job 2
+            jobs = [first, job(1, float(arrival), 32, ep=1)]
+            jobs += [job(2, 0.0, 32, ep=1)] if pair else []
+            runs = []
+            for move in (True, False):
+                res = Simulator(TwoCoreFabric(96, move), jobs).run()
+                assert res.stats["reroutes"] == move * (1 + pair)
+                runs.append(res.jobs["finish_s"].to_numpy())
+                handed_back += res.stats["unreserved_rounds"] * move
+            np.testing.assert_allclose(runs[0], runs[1], rtol=1e-9)
     assert moved.count(0) >= 3  # rounds in flight were moved
+    assert handed_back >= 1  # and rounds claimed ahead went back to start on the new routes

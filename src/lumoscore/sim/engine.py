@@ -217,6 +217,9 @@ class Simulator:
         gpu_owner = np.full(fab.gpus, -1, dtype=np.int64)
         gpu_down = np.zeros(fab.gpus, dtype=bool)
         fm = self.failures
+        # claim a solo round's links when its compute starts (not with failures: a kill
+        # between claim and start would need its own bookkeeping)
+        reserve = self.isolation and fm is None
         rng = np.random.default_rng(self.seed)
         # probing routing sees the flows running jobs send on each link
         probe_bg = np.zeros(fab.n_links) if getattr(fab, "routing", None) == "probing" else None
@@ -230,6 +233,8 @@ class Simulator:
             "solo_rounds": 0,
             "shared_solo_rounds": 0,
             "fluid_rounds": 0,
+            "reserved_rounds": 0,
+            "unreserved_rounds": 0,
             "reconfigurations": 0,
             "reroutes": 0,
             "failures": 0,
@@ -336,6 +341,29 @@ class Simulator:
                     try_start(now)
                     return
             rp = run.plan.rounds[run.round]
+            if reserve and rp.n_flows and rp.solo_s > 0.0:
+                # claim the links of the next round now: if it fits, it is a solo round that
+                # starts after its compute, without an event of its own; anything that would
+                # touch these links before it starts hands it back (unreserve)
+                solo, shared = claim_solo(
+                    rp.links, peak_of(rp), cap, fluid_count, solo_count, solo_load, _FIT_RTOL
+                )
+                if solo:
+                    jid = run.job.job_id
+                    t_start = now + rp.compute_s
+                    stats["solo_rounds"] += 1
+                    stats["shared_solo_rounds"] += int(shared)
+                    stats["reserved_rounds"] += 1
+                    run.round_start_s = t_start
+                    inflight[jid] = (rp, t_start, "solo")
+                    q.schedule(
+                        t_start + rp.solo_s,
+                        "roundend",
+                        key=("roundend", jid),
+                        data=jid,
+                        priority=_P_ROUND,
+                    )
+                    return
             q.schedule(
                 now + rp.compute_s,
                 "round",
@@ -343,6 +371,17 @@ class Simulator:
                 data=run.job.job_id,
                 priority=_P_ROUND,
             )
+
+        def unreserve(jid: int) -> None:
+            """A solo round claimed ahead of its start goes back to an ordinary start event
+            (someone needs its links before it starts)."""
+            t0 = inflight[jid][1]
+            q.cancel(("roundend", jid))
+            end_inflight(jid)
+            stats["solo_rounds"] -= 1
+            stats["reserved_rounds"] -= 1
+            stats["unreserved_rounds"] += 1
+            q.schedule(t0, "round", key=("round", jid), data=jid, priority=_P_ROUND)
 
         def peak_of(rp: RoundPlan) -> NDArray[np.float64]:
             return cap[rp.links] if rp.peak_bps is None else rp.peak_bps
@@ -381,6 +420,10 @@ class Simulator:
                 moved = False
                 for k in [k for k, v in inflight.items() if v[2] == "solo"]:
                     rp, t0, _ = inflight[k]
+                    if t0 > now:  # claimed ahead, not started: start it in due time
+                        if marks[rp.links].any():
+                            unreserve(k)
+                        continue
                     if marks[rp.links].any():
                         q.cancel(("roundend", k))
                         end_inflight(k)
@@ -535,6 +578,8 @@ class Simulator:
                 scratch[shared] = False
                 link_users[plan.links] += 1
             run.plan = plan
+            if jid in inflight and inflight[jid][1] > now:
+                unreserve(jid)  # it starts on the new plan
             if jid in inflight and inflight[jid][2] == "solo":
                 q.cancel(("roundend", jid))
                 rp, t0_round, _ = inflight[jid]
