@@ -314,7 +314,11 @@ class LumosCoreFabric(Fabric):
         diff = np.flatnonzero(new != old)
         lost = self.off_ocs + diff[new[diff] == 0]
         # running jobs whose routes cross a circuit that goes away are routed again
-        reroute = tuple(sorted(j for j, used in self._job_ocs.items() if np.isin(used, lost).any()))
+        reroute = (
+            tuple(sorted(j for j, used in self._job_ocs.items() if np.isin(used, lost).any()))
+            if lost.size
+            else ()
+        )
         self.stats["rerouted_jobs"] += len(reroute)
         return FabricChange(
             delay_s=delay_s,
