@@ -21,7 +21,7 @@ from lumoscore.toe import (
 from lumoscore.toe.errors import CurrentConfigError, DemandError, WiringMismatchError
 from lumoscore.toe.mdmcf import merge_decompose
 from lumoscore.toe.model import PortModel, channel_counts, sort_rows
-from lumoscore.toe.solve import SMALL_UNITS, _mdmcf_counts, forward_split
+from lumoscore.toe.solve import _mdmcf_counts, _other_bipartitions, forward_split
 from lumoscore.topology import ClusterSpec, build_wiring, verify_circuits
 
 
@@ -186,23 +186,8 @@ def _all_bipartitions(C: np.ndarray, model, cur: np.ndarray) -> np.ndarray:
     A = forward_split(C, u.sum(axis=1))
     n_ch = (model.chan_ocs[:, :, 0] >= 0).sum(axis=1)
     x = merge_decompose(A, u, model.cap, n_channels=n_ch, split="halves")
-    orders = [np.broadcast_to(np.arange(model.channels), (model.groups, model.channels))]
-    if (n_ch == model.channels).all() and A.sum() <= SMALL_UNITS:
-        overlap = np.minimum(u, A[:, None]).sum(axis=(2, 3))
-        orders.append(np.argsort(-overlap, axis=1, kind="stable"))
-        rng = np.random.default_rng(0)
-        orders += [np.argsort(rng.random((model.groups, model.channels)), axis=1) for _ in range(2)]
     best = np.abs(x - u).sum(axis=(1, 2, 3))
-    for order in orders:
-        uo = np.take_along_axis(u, order[:, :, None, None], axis=1)
-        co = np.take_along_axis(model.cap, order[:, :, None, None], axis=1)
-        yo = merge_decompose(A, uo, co, n_channels=n_ch, split="peel")
-        y = np.empty_like(yo)
-        np.put_along_axis(y, order[:, :, None, None], yo, axis=1)
-        cost = np.abs(y - u).sum(axis=(1, 2, 3))
-        x = np.where((cost < best)[:, None, None, None], y, x)
-        best = np.minimum(cost, best)
-    return x
+    return _other_bipartitions(A, u, x, best, model, n_ch, at_bound=False)
 
 
 @settings(max_examples=30, deadline=None)
