@@ -341,31 +341,16 @@ class Simulator:
                     try_start(now)
                     return
             rp = run.plan.rounds[run.round]
-            if reserve and rp.n_flows and rp.solo_s > 0.0:
-                # claim the links of the next round now: if it fits, it is a solo round that
-                # starts after its compute, without an event of its own; anything that would
-                # touch these links before it starts hands it back (unreserve)
-                solo, shared = claim_solo(
-                    rp.links, peak_of(rp), cap, fluid_count, solo_count, solo_load, _FIT_RTOL
-                )
-                if solo:
-                    jid = run.job.job_id
-                    t_start = now + rp.compute_s
-                    stats["solo_rounds"] += 1
-                    stats["shared_solo_rounds"] += int(shared)
-                    stats["reserved_rounds"] += 1
-                    run.round_start_s = t_start
-                    inflight[jid] = (rp, t_start, "solo")
-                    q.schedule(
-                        t_start + rp.solo_s,
-                        "roundend",
-                        key=("roundend", jid),
-                        data=jid,
-                        priority=_P_ROUND,
-                    )
-                    return
+            t_start = now + rp.compute_s
+            # claim the links of the next round now: if it fits, it is a solo round that
+            # starts after its compute, without an event of its own; anything that would
+            # touch these links before it starts hands it back (unreserve)
+            if reserve and rp.n_flows and rp.solo_s > 0.0 and run_solo(run.job.job_id, rp, t_start):
+                stats["reserved_rounds"] += 1
+                run.round_start_s = t_start
+                return
             q.schedule(
-                now + rp.compute_s,
+                t_start,
                 "round",
                 key=("round", run.job.job_id),
                 data=run.job.job_id,
@@ -437,30 +422,31 @@ class Simulator:
                 if run.isolated and scratch[run.plan.links].any():
                     materialize(run, now)
 
+        def run_solo(jid: int, rp: RoundPlan, t0: float) -> bool:
+            """Run a round on its solo timeline from ``t0`` if its links allow it: no round of
+            the fluid set on them, and on links shared with other solo rounds the summed peak
+            loads fit (then no shared link ever saturates, so each flow keeps its solo max-min
+            rate: its bottleneck is an unshared link)."""
+            solo, shared = claim_solo(
+                rp.links, peak_of(rp), cap, fluid_count, solo_count, solo_load, _FIT_RTOL
+            )
+            if not solo:
+                return False
+            stats["solo_rounds"] += 1
+            stats["shared_solo_rounds"] += int(shared)
+            inflight[jid] = (rp, t0, "solo")
+            q.schedule(
+                t0 + rp.solo_s, "roundend", key=("roundend", jid), data=jid, priority=_P_ROUND
+            )
+            return True
+
         def start_round(run: _Run, rp: RoundPlan, now: float, t0: float | None = None) -> None:
             """Start a round's flows (``t0``: when they started, for a resumed round)."""
             jid = run.job.job_id
             t0 = now if t0 is None else t0
             links = rp.links
-            if self.isolation:
-                # Solo rounds whose summed peak loads fit every link they share never saturate
-                # a shared link, so each keeps its solo max-min rates (each flow's bottleneck
-                # is an unshared link): the round runs on its solo timeline.
-                solo, shared = claim_solo(
-                    links, peak_of(rp), cap, fluid_count, solo_count, solo_load, _FIT_RTOL
-                )
-                if solo:
-                    stats["solo_rounds"] += 1
-                    stats["shared_solo_rounds"] += int(shared)
-                    inflight[jid] = (rp, t0, "solo")
-                    q.schedule(
-                        t0 + rp.solo_s,
-                        "roundend",
-                        key=("roundend", jid),
-                        data=jid,
-                        priority=_P_ROUND,
-                    )
-                    return
+            if self.isolation and run_solo(jid, rp, t0):
+                return
             scratch[links] = True
             solo_to_fluid(now)
             scratch[links] = False
