@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -500,6 +500,63 @@ def _demand_sequence(
     return out
 
 
+def _toe_task_dir(out_dir: str | Path, reconfigurations: int) -> Path:
+    """The output folder of a ToE task preset (created), after checking its arguments."""
+    if reconfigurations < 1:
+        raise ConfigError(f"reconfigurations: at least 1, got {reconfigurations}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _toe_scales(
+    scales_gpus: Sequence[int],
+    arch: str,
+    reconfigurations: int,
+    seed: int,
+    *,
+    fill: float,
+    change: float,
+) -> Iterator[tuple[int, Any, Any, list[np.ndarray], np.ndarray]]:
+    """Per cluster size: ``(gpus, spec, wiring, demands, first)``, the ``reconfigurations + 1``
+    successive logical topologies (one seeded stream across the sizes) and the circuits that
+    configure the first of them."""
+    from lumoscore.toe import configure
+
+    rng = np.random.default_rng(seed)
+    for gpus in scales_gpus:
+        spec, wiring = _toe_setup(gpus, arch)
+        demands = _demand_sequence(spec, reconfigurations + 1, rng, fill=fill, change=change)
+        yield gpus, spec, wiring, demands, configure(demands[0], wiring).circuits
+
+
+def _reconfigurations(
+    wiring: Any, demands: list[np.ndarray], first: np.ndarray, solver: str, time_limit_s: float
+) -> Iterator[tuple[np.ndarray, np.ndarray, Any, float]]:
+    """Each reconfiguration after the first with ``solver``, from its own previous circuits:
+    ``(demand, circuits before, ToeResult, solve seconds)``."""
+    from lumoscore.toe import configure
+
+    cur = first
+    for d in demands[1:]:
+        t0 = time.perf_counter()
+        res = configure(d, wiring, current=cur, solver=solver, time_limit_s=time_limit_s)
+        yield d, cur, res, time.perf_counter() - t0
+        cur = res.circuits
+
+
+def _scale_axes(ax: Any, scales_gpus: Sequence[int], ylabel: str, title: str) -> None:
+    """Log-log axes against cluster size with the sizes as ticks, a title and a legend."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(list(scales_gpus), [f"{g / 1024:g}k" for g in scales_gpus])
+    ax.set_xlabel("cluster size (GPUs)")
+    ax.set_ylabel(ylabel)
+    _plain_log_ticks(ax)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+
+
 #: Strategies of Table 6: LumosCore's min-rewiring merge-decomposition, the exact
 #: MinRewiring ILP (CP-SAT), and a decomposition that ignores the current configuration.
 TABLE6_SOLVERS: tuple[tuple[str, str], ...] = (
@@ -542,32 +599,24 @@ def run_table6(
     >>> [r["strategy"] for r in out.rows]
     ['LumosCore (mdmcf)', 'not rewiring-aware (mcf)']
     """
-    from lumoscore.toe import circuit_loss, configure, evaluate, staged_plan
+    from lumoscore.toe import circuit_loss, evaluate, staged_plan
 
-    if reconfigurations < 1:
-        raise ConfigError(f"reconfigurations: at least 1, got {reconfigurations}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
+    out = _toe_task_dir(out_dir, reconfigurations)
     rows: list[dict[str, Any]] = []
-    for gpus in scales_gpus:
-        spec, wiring = _toe_setup(gpus, arch)
+    scales = _toe_scales(scales_gpus, arch, reconfigurations, seed, fill=fill, change=change)
+    for gpus, spec, wiring, demands, first in scales:
         groups = spec.k_leaf // spec.tau
-        demands = _demand_sequence(spec, reconfigurations + 1, rng, fill=fill, change=change)
         moved = [
             float(np.maximum(b - a, 0).sum() / max(b.sum(), 1))
             for a, b in itertools.pairwise(demands)
         ]
-        first = configure(demands[0], wiring).circuits
         for label, solver in TABLE6_SOLVERS:
             if solver == "ilp" and gpus > ilp_max_gpus:
                 continue
-            cur = first
             shares, mrars, stages, statuses = [], [], [], []
-            for d in demands[1:]:
-                res = configure(
-                    d, wiring, current=cur, solver=solver, time_limit_s=ilp_time_limit_s
-                )
+            for d, cur, res, _ in _reconfigurations(
+                wiring, demands, first, solver, ilp_time_limit_s
+            ):
                 m = evaluate(res.circuits, d, current=cur)
                 shares.append(m.rewired_share)
                 mrars.append(m.mrar)
@@ -578,7 +627,6 @@ def run_table6(
                         stages.append(len(staged_plan(loss, total, iota).stages))
                     else:
                         stages.append(0)
-                cur = res.circuits
             rows.append(
                 {
                     "gpus": int(gpus),
@@ -604,14 +652,12 @@ def run_table6(
     if floor:
         xs, ys = zip(*floor, strict=True)
         ax.plot(xs, ys, ls="--", color="grey", label="demand links changed")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xticks(list(scales_gpus), [f"{g / 1024:g}k" for g in scales_gpus])
-    ax.set_xlabel("cluster size (GPUs)")
-    ax.set_ylabel("circuits rewired per reconfiguration (%)")
-    _plain_log_ticks(ax)
-    ax.set_title(f"Table 6: rewired OCS circuits ({arch})", fontsize=10)
-    ax.legend(fontsize=8)
+    _scale_axes(
+        ax,
+        scales_gpus,
+        "circuits rewired per reconfiguration (%)",
+        f"Table 6: rewired OCS circuits ({arch})",
+    )
     files += _save_figure(fig, out, "table6")
     return TaskOutput(tuple(files), tuple(rows))
 
@@ -646,33 +692,23 @@ def run_sec66(
     >>> [r["solver"] for r in out.rows]
     ['mdmcf', 'ilp']
     """
-    from lumoscore.toe import configure, evaluate
+    from lumoscore.toe import evaluate
 
-    if reconfigurations < 1:
-        raise ConfigError(f"reconfigurations: at least 1, got {reconfigurations}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
+    out = _toe_task_dir(out_dir, reconfigurations)
     rows: list[dict[str, Any]] = []
-    for gpus in scales_gpus:
-        spec, wiring = _toe_setup(gpus, arch)
-        demands = _demand_sequence(spec, reconfigurations + 1, rng, fill=fill, change=change)
-        first = configure(demands[0], wiring).circuits
+    scales = _toe_scales(scales_gpus, arch, reconfigurations, seed, fill=fill, change=change)
+    for gpus, spec, wiring, demands, first in scales:
         for solver in ("mdmcf", "ilp"):
             if solver == "ilp" and gpus > ilp_max_gpus:
                 continue
-            cur = first
             times, mrars, statuses, notes = [], [], [], []
-            for d in demands[1:]:
-                t0 = time.perf_counter()
-                res = configure(
-                    d, wiring, current=cur, solver=solver, time_limit_s=ilp_time_limit_s
-                )
-                times.append(time.perf_counter() - t0)
+            for d, cur, res, seconds in _reconfigurations(
+                wiring, demands, first, solver, ilp_time_limit_s
+            ):
+                times.append(seconds)
                 mrars.append(evaluate(res.circuits, d, current=cur).mrar)
                 statuses.append(res.status)
                 notes.extend(res.notes)
-                cur = res.circuits
             rows.append(
                 {
                     "gpus": int(gpus),
@@ -708,14 +744,12 @@ def run_sec66(
                 zorder=3,
                 label=f"ILP not solved within {ilp_time_limit_s:g} s (timeout or mdmcf fallback)",
             )
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("cluster size (GPUs)")
-    ax.set_xticks(list(scales_gpus), [f"{g / 1024:g}k" for g in scales_gpus])
-    ax.set_ylabel("solve time per reconfiguration (s)")
-    _plain_log_ticks(ax)
-    ax.set_title(f"§6.6: OCS configuration time ({arch})", fontsize=10)
-    ax.legend(fontsize=8)
+    _scale_axes(
+        ax,
+        scales_gpus,
+        "solve time per reconfiguration (s)",
+        f"§6.6: OCS configuration time ({arch})",
+    )
     files += _save_figure(fig, out, "sec6.6")
     return TaskOutput(tuple(files), tuple(rows))
 
