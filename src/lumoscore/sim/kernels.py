@@ -442,6 +442,29 @@ def _refill_suffix(
 
 
 @numba.njit(cache=True)
+def _enlist(S: IntArray, ns: int, rmark: IntArray, stamp: int, g: int) -> int:  # pragma: no cover
+    """Put row ``g`` into the refill set ``S`` (``ns`` rows so far, marked with ``stamp``);
+    the new count, or -1 when ``S`` is full."""
+    if ns == S.size:
+        return -1
+    rmark[g] = stamp
+    S[ns] = g
+    return ns + 1
+
+
+@numba.njit(cache=True)
+def _enlist_link(
+    links: IntArray, n: int, mark: IntArray, stamp: int, q: int
+) -> int:  # pragma: no cover - compiled
+    """Append link ``q`` to ``links`` (``n`` so far) unless already marked with ``stamp``."""
+    if mark[q] != stamp:
+        mark[q] = stamp
+        links[n] = q
+        n += 1
+    return n
+
+
+@numba.njit(cache=True)
 def _closure(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -497,18 +520,13 @@ def _closure(
             for j in range(f_ptr[g], f_ptr[g + 1]):
                 q = c_idx[j]
                 link_load[q] += weight[g] * r
-                if lmark[q] != stamp:
-                    lmark[q] = stamp
-                    tl[nt] = q
-                    nt += 1
+                nt = _enlist_link(tl, nt, lmark, stamp, q)
             _heap_set(hp, pos, fin, meta, g, clock_s + rem0[g] / r)
             continue
         bott[g] = -1
-        if ns == limit:
+        ns = _enlist(S, ns, rmark, stamp, g)
+        if ns < 0:
             return False
-        rmark[g] = stamp
-        S[ns] = g
-        ns += 1
     # links crossed by S, checked after every refill of S (no other link changes meanwhile)
     sl = st[SLIST]
     n_sl = 0
@@ -521,11 +539,7 @@ def _closure(
             for i in range(ns - added, ns):
                 f = S[i]
                 for j in range(f_ptr[f], f_ptr[f + 1]):
-                    q = c_idx[j]
-                    if smark[q] != stamp:
-                        smark[q] = stamp
-                        sl[n_sl] = q
-                        n_sl += 1
+                    n_sl = _enlist_link(sl, n_sl, smark, stamp, c_idx[j])
         added = 0
         for i in range(n_sl + (nt if first else 0)):
             q = sl[i] if i < n_sl else tl[i - n_sl]
@@ -541,11 +555,9 @@ def _closure(
                     g = lrow[z]
                     z = lnext[z]
                     if alive[g] and rmark[g] != stamp:
-                        if ns == limit:
+                        ns = _enlist(S, ns, rmark, stamp, g)
+                        if ns < 0:
                             return False
-                        rmark[g] = stamp
-                        S[ns] = g
-                        ns += 1
                         added += 1
                 continue
             saturated = link_load[q] >= c * (1.0 - CERT_RTOL)
@@ -570,11 +582,9 @@ def _closure(
                 r = rate[g]
                 broken = bott[g] == q and (not saturated or r < top * (1.0 - CERT_RTOL))
                 if broken or (s_lev >= 0.0 and r > s_lev * (1.0 + CERT_RTOL)):
-                    if ns == limit:
+                    ns = _enlist(S, ns, rmark, stamp, g)
+                    if ns < 0:
                         return False
-                    rmark[g] = stamp
-                    S[ns] = g
-                    ns += 1
                     added += 1
         first = False
         if added == 0:
