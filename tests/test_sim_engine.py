@@ -54,7 +54,16 @@ class ReconfiguringFabric(BottleneckFabric):
         return FabricChange(self.delay_s, np.array([2 * self.gpus]), np.array([new]))
 
 
-def job(i: int, arrival: float, gpus: int, *, pp: int = 1, ep: int = 8, duration=100.0) -> Job:
+def job(
+    i: int,
+    arrival: float,
+    gpus: int,
+    *,
+    pp: int = 1,
+    ep: int = 8,
+    duration: float = 100.0,
+    iterations: int = 4,
+) -> Job:
     return Job(
         job_id=i,
         arrival_s=arrival,
@@ -64,7 +73,7 @@ def job(i: int, arrival: float, gpus: int, *, pp: int = 1, ep: int = 8, duration
         pp=pp,
         dp=gpus // 8 // pp,
         ep=ep,
-        iterations=4,
+        iterations=iterations,
         duration_s=duration,
     )
 

@@ -12,23 +12,7 @@ from lumoscore.errors import ConfigError
 from lumoscore.fabric import BestFabric
 from lumoscore.sim.engine import Simulator
 from lumoscore.sim.failures import FailureModel
-from lumoscore.workload import Job
-from test_sim_engine import BottleneckFabric
-
-
-def _job(i: int, arrival: float, gpus: int, iterations: int, duration: float) -> Job:
-    return Job(
-        job_id=i,
-        arrival_s=arrival,
-        gpus=gpus,
-        model="llama_7b",
-        tp=8,
-        pp=1,
-        dp=gpus // 8,
-        ep=8,
-        iterations=iterations,
-        duration_s=duration,
-    )
+from test_sim_engine import BottleneckFabric, job
 
 
 @settings(max_examples=25, deadline=None)
@@ -50,7 +34,7 @@ def test_one_job_alone_pays_exactly_its_lost_work_and_restarts(
         soft_repair_s=0.0,
         hard_repair_s=0.0,
     )
-    j = _job(0, 0.0, 16, iterations=50, duration=2000.0)
+    j = job(0, 0.0, 16, iterations=50, duration=2000.0)
     res = Simulator(BestFabric(gpus=1024), [j], failures=fm, seed=seed).run()
     row = res.jobs.iloc[0]
     assert row.jwt_s == pytest.approx(0.0, abs=1e-9)
@@ -69,7 +53,7 @@ def test_failures_keep_the_fast_path_exact(seed: int) -> None:
     for i in range(8):
         t += float(rng.exponential(40.0))
         g = int(rng.choice([8, 16, 32]))
-        jobs.append(_job(i, t, g, iterations=6, duration=float(rng.uniform(50, 300))))
+        jobs.append(job(i, t, g, iterations=6, duration=float(rng.uniform(50, 300))))
     fm = FailureModel(
         rate_per_gpu_day=30.0,
         checkpoint_interval_s=60.0,
@@ -86,7 +70,7 @@ def test_failures_keep_the_fast_path_exact(seed: int) -> None:
 
 
 def test_failures_are_reproducible_and_counted() -> None:
-    jobs = [_job(i, 30.0 * i, 16, iterations=20, duration=1500.0) for i in range(10)]
+    jobs = [job(i, 30.0 * i, 16, iterations=20, duration=1500.0) for i in range(10)]
     fm = FailureModel(rate_per_gpu_day=4.0, checkpoint_interval_s=200.0)
     a = Simulator(BestFabric(gpus=64), jobs, failures=fm, seed=3).run()
     b = Simulator(BestFabric(gpus=64), jobs, failures=fm, seed=3).run()

@@ -7,22 +7,7 @@ import numpy as np
 from lumoscore.fabric.clos import ClosFabric
 from lumoscore.sim.engine import Simulator
 from lumoscore.sim.plan import build_plan, probe_load
-from lumoscore.workload import Job
-
-
-def _job(i: int, gpus: int) -> Job:
-    return Job(
-        job_id=i,
-        arrival_s=0.0,
-        gpus=gpus,
-        model="llama_7b",
-        tp=8,
-        pp=1,
-        dp=gpus // 8,
-        ep=8,
-        iterations=4,
-        duration_s=100.0,
-    )
+from test_sim_engine import job
 
 
 def test_probing_steers_around_running_jobs() -> None:
@@ -30,10 +15,10 @@ def test_probing_steers_around_running_jobs() -> None:
     servers_a, servers_b = np.arange(0, 8, 2), np.arange(1, 8, 2)
     gpus_a = (servers_a[:, None] * 8 + np.arange(8)).ravel()
     gpus_b = (servers_b[:, None] * 8 + np.arange(8)).ravel()
-    a = build_plan(_job(0, 32), gpus_a, fab)
+    a = build_plan(job(0, 0.0, 32), gpus_a, fab)
     bg = probe_load(a, fab.n_links)
-    blind = build_plan(_job(1, 32), gpus_b, fab)
-    seeing = build_plan(_job(1, 32), gpus_b, fab, link_load=bg.copy())
+    blind = build_plan(job(1, 0.0, 32), gpus_b, fab)
+    seeing = build_plan(job(1, 0.0, 32), gpus_b, fab, link_load=bg.copy())
     # the busiest link carrying both jobs' flows is no busier when B sees A's flows
     peak_blind = (bg + probe_load(blind, fab.n_links)).max()
     peak_seeing = (bg + probe_load(seeing, fab.n_links)).max()
@@ -45,6 +30,6 @@ def test_probing_steers_around_running_jobs() -> None:
 
 def test_simulator_probing_background_is_released() -> None:
     fab = ClosFabric(64, 1600, radix=32, tiers=2, gpus_per_server=8, routing="probing")
-    jobs = [_job(i, 16) for i in range(6)]
+    jobs = [job(i, 0.0, 16) for i in range(6)]
     res = Simulator(fab, jobs).run()
     assert res.jobs["finish_s"].notna().all()
