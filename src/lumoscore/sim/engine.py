@@ -57,7 +57,6 @@ from lumoscore.sim.plan import (
     build_plan,
     probe_load,
     resolo,
-    solo_progress,
     solo_state,
 )
 from lumoscore.sim.queueing import blocking, check_policy, ordered
@@ -381,17 +380,18 @@ class Simulator:
         def join_fluid(jid: int, rp: RoundPlan, t0: float, now: float) -> None:
             """Put a round that started at ``t0`` into the fluid set at its exact progress
             (the fluid set has been run up to ``now``)."""
-            if eps > 0:  # (1+eps) sets solve from scratch when rounds join
-                rem = solo_progress(rp, cap, until_s=now - t0, eps=eps)[1] if t0 < now else None
-                fluid.add(jid, rp, rem, now_s=now)
-            else:  # warm start: the round's own rates and bottlenecks at this point
-                if t0 < now:
-                    rem, rate, bott = solo_state(rp, cap, now - t0)
-                else:
+            # with a warm start for exact sets: the round's own rates and bottlenecks then
+            rate: NDArray[np.float64] | None = None
+            bott: NDArray[np.int64] | None = None
+            if t0 < now:
+                rem, rate, bott = solo_state(rp, cap, now - t0, eps=eps)
+            else:
+                rem = None
+                if eps == 0:  # (1+eps) sets solve from scratch when rounds join
                     if not rp.start_state:
                         _, rp.start_state["rate"], rp.start_state["bott"] = solo_state(rp, cap, 0.0)
-                    rem, rate, bott = None, rp.start_state["rate"], rp.start_state["bott"]
-                fluid.add(jid, rp, rem, now_s=now, rates=rate, bottleneck=bott)
+                    rate, bott = rp.start_state["rate"], rp.start_state["bott"]
+            fluid.add(jid, rp, rem, now_s=now, rates=rate, bottleneck=bott)
             fluid_count[rp.links] += 1
             inflight[jid] = (rp, t0, "fluid")
 

@@ -122,10 +122,11 @@ def solo_progress(
 
 
 def solo_state(
-    rp: RoundPlan, capacity: FloatArray, until_s: float
+    rp: RoundPlan, capacity: FloatArray, until_s: float, eps: float = 0.0
 ) -> tuple[FloatArray, FloatArray, IntArray]:
     """A round alone after ``until_s`` seconds: the bits each flow of a row still has to send,
     and each row's rate and bottleneck link then (-1 if none; 0 and -1 for finished rows).
+    ``eps > 0`` uses the (1+eps)-approximate allocation.
 
     Examples
     --------
@@ -145,7 +146,7 @@ def solo_state(
         capacity,
         float(until_s),
         DONE_RTOL,
-        1.0,
+        1.0 + eps,
     )
     return rem, rate, bott
 
