@@ -174,6 +174,7 @@ def test_rounds_claimed_ahead_equal_round_by_round() -> None:
     slow = Simulator(make_fabric("clos-51.2T-3tier", 1024), jobs, isolation=False).run()
     assert fast.stats["reserved_rounds"] > 100 and fast.stats["unreserved_rounds"] > 10
     assert slow.stats["reserved_rounds"] == 0
+    assert slow.stats["max_min_solves"] > 0 and slow.stats["refilled_rows"] > 0
     for col in ("start_s", "finish_s", "jrt_s", "contention_level"):
         np.testing.assert_allclose(fast.jobs[col], slow.jobs[col], rtol=1e-9, atol=1e-6)
 

@@ -735,5 +735,5 @@ class Simulator:
             fragmented=fragmented,
             queue_t=np.array(queue_t),
             queue_len=np.array(queue_len),
-            stats={**stats, "max_min_solves": fluid.solves, "wall_s": time.perf_counter() - wall0},
+            stats={**stats, **fluid.counters, "wall_s": time.perf_counter() - wall0},
         )

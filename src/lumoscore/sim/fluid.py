@@ -32,6 +32,9 @@ from lumoscore.sim.kernels import (
     BOTT,
     FULL_SOLVE,
     M_ALIVE,
+    M_FALLBACKS,
+    M_REFILLED,
+    M_ROUNDS,
     M_SOLVES,
     META,
     RATE,
@@ -129,6 +132,18 @@ class FluidSet:
     def solves(self) -> int:
         """Max-min (re)fillings so far."""
         return int(self._buf[META][M_SOLVES])
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """Work done so far: re-solves, rows refilled, certificate-check rounds and fall-backs
+        to a solve from scratch."""
+        meta = self._buf[META]
+        return {
+            "max_min_solves": int(meta[M_SOLVES]),
+            "refilled_rows": int(meta[M_REFILLED]),
+            "closure_rounds": int(meta[M_ROUNDS]),
+            "closure_fallbacks": int(meta[M_FALLBACKS]),
+        }
 
     @property
     def rates(self) -> FloatArray:
