@@ -9,7 +9,9 @@ proportional to the flows whose rate actually changes, not to all flows in fligh
   the rows whose certificate breaks (their link lost load, or a refilled row now freezes below
   them on a link they share) are refilled, with the others' load frozen in; the links they
   cross are checked again until no certificate breaks (:func:`_closure`). Finishing flows that
-  ran at their own line rate break no certificate and cost nothing.
+  leave only links on which no row is certified break no certificate and cost no solve. When
+  the refilled set grows, its rows frozen below the level the newcomers can reach keep their
+  rates (:func:`_to_refill`), so a set is not refilled whole again for every row it gains.
 * **Refilling from a level ((1+eps) mode).** After flows leave, every flow frozen at a level
   *below* the smallest rate ``r`` of the flows that left keeps its rate: progressive filling
   on the smaller problem goes through exactly the same levels up to ``r`` (a link crossed by
@@ -73,7 +75,8 @@ RATES_VALID, REFILL, FULL_SOLVE = 0, 1, 2
 #: Per-row and per-link state of a fluid set (see :func:`new_state`), in this order. Per row:
 #: rate, rem0 (remaining bits at t0), t0, fin (finish time), heap, pos (heap position or -1),
 #: order (rows by rate; kept in (1+eps) mode only), bott (the saturated link that froze the
-#: row's rate: its bottleneck certificate, -1 if none), rmark (scratch stamps). Per link:
+#: row's rate: its bottleneck certificate, -1 if none), rmark (scratch stamps), hkey (the
+#: finish-time heap's keys by heap position). Per link:
 #: link_load (bit/s on each link), local (scratch: local number of each link, -1), peak (the
 #: highest load each link has carried), lmark (scratch stamps), touched (links whose load fell
 #: since the last solve), tmark (1 if listed in touched), chk (scratch), nb (alive rows whose
@@ -91,6 +94,7 @@ FluidState = tuple[
     IntArray,
     IntArray,
     FloatArray,
+    FloatArray,
     IntArray,
     FloatArray,
     IntArray,
@@ -104,8 +108,8 @@ FluidState = tuple[
 ]
 #: The first ``ROW_FIELDS`` entries of a :data:`FluidState` are per row, the next
 #: ``LINK_FIELDS`` per link, the last is ``meta``.
-ROW_FIELDS, LINK_FIELDS = 9, 10
-RATE, REM0, T0, FIN, HEAP, POS, ORDER, BOTT, RMARK = range(ROW_FIELDS)
+ROW_FIELDS, LINK_FIELDS = 10, 10
+RATE, REM0, T0, FIN, HEAP, POS, ORDER, BOTT, RMARK, HKEY = range(ROW_FIELDS)
 LOAD, LOCAL, PEAK, LMARK, TOUCHED, TMARK, CHK, NB, SMARK, SLIST = range(
     ROW_FIELDS, ROW_FIELDS + LINK_FIELDS
 )
@@ -130,6 +134,7 @@ def new_state(n_rows: int, n_links: int) -> FluidState:  # pragma: no cover - co
         np.zeros(n_rows, dtype=np.int64),
         np.full(n_rows, -1, dtype=np.int64),
         np.zeros(n_rows, dtype=np.int64),
+        np.zeros(n_rows),
         np.zeros(n_links),
         np.full(n_links, -1, dtype=np.int64),
         np.zeros(n_links),
@@ -178,97 +183,99 @@ def link_lists(
 
 
 @numba.njit(cache=True)
-def _sift_up(hp: IntArray, pos: IntArray, key: FloatArray, i: int) -> None:  # pragma: no cover
-    f = hp[i]
-    k = key[f]
+def _sift_up(
+    hp: IntArray, hk: FloatArray, pos: IntArray, i: int, f: int, k: float
+) -> None:  # pragma: no cover - compiled
+    """Put item ``f`` with key ``k`` into the hole at heap position ``i``, moving up."""
     while i > 0:
         parent = (i - 1) >> 1
-        g = hp[parent]
-        if key[g] <= k:
+        if hk[parent] <= k:
             break
+        g = hp[parent]
         hp[i] = g
+        hk[i] = hk[parent]
         pos[g] = i
         i = parent
     hp[i] = f
+    hk[i] = k
     pos[f] = i
 
 
 @numba.njit(cache=True)
 def _sift_down(
-    hp: IntArray, pos: IntArray, key: FloatArray, i: int, n: int
-) -> None:  # pragma: no cover
-    f = hp[i]
-    k = key[f]
+    hp: IntArray, hk: FloatArray, pos: IntArray, i: int, f: int, k: float, n: int
+) -> None:  # pragma: no cover - compiled
+    """Put item ``f`` with key ``k`` into the hole at heap position ``i``, moving down."""
     while True:
         c = 2 * i + 1
         if c >= n:
             break
-        if c + 1 < n and key[hp[c + 1]] < key[hp[c]]:
+        if c + 1 < n and hk[c + 1] < hk[c]:
             c += 1
-        g = hp[c]
-        if key[g] >= k:
+        if hk[c] >= k:
             break
+        g = hp[c]
         hp[i] = g
+        hk[i] = hk[c]
         pos[g] = i
         i = c
     hp[i] = f
+    hk[i] = k
     pos[f] = i
 
 
 @numba.njit(cache=True)
 def _heap_set(
-    hp: IntArray, pos: IntArray, key: FloatArray, meta: IntArray, f: int, value: float
+    hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray, f: int, value: float
 ) -> None:  # pragma: no cover - compiled
-    """Insert item ``f`` with key ``value`` or change its key (``meta[0]``: heap size)."""
-    if pos[f] < 0:
-        i = meta[0]
-        meta[0] += 1
-        hp[i] = f
-        pos[f] = i
-        key[f] = value
-        _sift_up(hp, pos, key, i)
-        return
-    old = key[f]
-    key[f] = value
-    if value < old:
-        _sift_up(hp, pos, key, pos[f])
+    """Insert item ``f`` with key ``value`` or change its key. The heap holds items ``hp``
+    and their keys ``hk`` by position (keys next to each other: sifting reads no item's
+    row), ``pos`` is every item's position (-1 if absent), ``size[0]`` the heap size."""
+    i = pos[f]
+    if i < 0:
+        i = size[0]
+        size[0] += 1
+        _sift_up(hp, hk, pos, i, f, value)
+    elif value < hk[i]:
+        _sift_up(hp, hk, pos, i, f, value)
     else:
-        _sift_down(hp, pos, key, pos[f], meta[0])
+        _sift_down(hp, hk, pos, i, f, value, size[0])
 
 
 @numba.njit(cache=True)
 def _heap_pop(
-    hp: IntArray, pos: IntArray, key: FloatArray, meta: IntArray
+    hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray
 ) -> int:  # pragma: no cover - compiled
     f = hp[0]
-    n = meta[0] - 1
-    meta[0] = n
+    n = size[0] - 1
+    size[0] = n
     pos[f] = -1
     if n > 0:
-        last = hp[n]
-        hp[0] = last
-        pos[last] = 0
-        _sift_down(hp, pos, key, 0, n)
+        _sift_down(hp, hk, pos, 0, hp[n], hk[n], n)
     return f
 
 
 @numba.njit(cache=True)
 def _heap_remove(
-    hp: IntArray, pos: IntArray, key: FloatArray, meta: IntArray, f: int
+    hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray, f: int
 ) -> None:  # pragma: no cover - compiled
     i = pos[f]
-    n = meta[0] - 1
-    meta[0] = n
+    n = size[0] - 1
+    size[0] = n
     pos[f] = -1
     if i == n:
         return
-    last = hp[n]
-    hp[i] = last
-    pos[last] = i
-    if key[last] < key[f]:
-        _sift_up(hp, pos, key, i)
+    if hk[n] < hk[i]:
+        _sift_up(hp, hk, pos, i, hp[n], hk[n])
     else:
-        _sift_down(hp, pos, key, i, n)
+        _sift_down(hp, hk, pos, i, hp[n], hk[n], n)
+
+
+@numba.njit(cache=True)
+def _finish_at(st: FluidState, f: int, t: float) -> None:  # pragma: no cover - compiled
+    """Row ``f`` finishes at ``t``: its finish time and its entry in the finish-time heap."""
+    st[FIN][f] = t
+    _heap_set(st[HEAP], st[HKEY], st[POS], st[META], f, t)
 
 
 @numba.njit(cache=True)
@@ -285,7 +292,7 @@ def _refill(
     """Progressive filling of ``rows`` (alive) with the load of every other row frozen in
     ``link_load``; sets their rates, bottleneck links and finish times. Returns the links the
     rows cross."""
-    rate, rem0, t0, fin, hp, pos = st[RATE], st[REM0], st[T0], st[FIN], st[HEAP], st[POS]
+    rate, rem0, t0 = st[RATE], st[REM0], st[T0]
     bott, link_load, local, nb, meta = st[BOTT], st[LOAD], st[LOCAL], st[NB], st[META]
     k = rows.size
     meta[M_REFILLED] += k
@@ -329,26 +336,30 @@ def _refill(
             fill[q] += 1
     # progressive filling; the links' fill levels sit in a heap (levels never decrease)
     floor = n_act * 1e-12
-    lev = np.full(m, np.inf)
+    lev = np.empty(m)  # fill levels by heap position
     lhp = np.empty(m, dtype=np.int64)
     lpos = np.full(m, -1, dtype=np.int64)
     lsz = np.zeros(1, dtype=np.int64)
     for q in range(m):
         c = cap[links[q]]
         if n_act[q] > 0.0 and c < np.inf:
-            _heap_set(lhp, lpos, lev, lsz, q, (c - link_load[links[q]]) / n_act[q])
+            _heap_set(lhp, lev, lpos, lsz, q, (c - link_load[links[q]]) / n_act[q])
     active = np.ones(k, dtype=np.bool_)
     left = k
     sat = np.empty(m, dtype=np.int64)
+    # links whose fill level changed at this level, re-keyed once after it
+    moved = np.empty(m, dtype=np.int64)
+    mmark = np.zeros(m, dtype=np.bool_)
     while left > 0 and lsz[0] > 0:
-        t = lev[lhp[0]]
+        t = lev[0]
         if t < 0.0:
             t = 0.0
         thresh = t * grow * (1.0 + LEVEL_RTOL)
         n_sat = 0
-        while lsz[0] > 0 and lev[lhp[0]] <= thresh:
-            sat[n_sat] = _heap_pop(lhp, lpos, lev, lsz)
+        while lsz[0] > 0 and lev[0] <= thresh:
+            sat[n_sat] = _heap_pop(lhp, lev, lpos, lsz)
             n_sat += 1
+        n_moved = 0
         for i in range(n_sat):
             q = sat[i]
             for z in range(l_ptr[q], l_ptr[q + 1]):
@@ -365,14 +376,21 @@ def _refill(
                         q2 = local[l2]
                         n_act[q2] -= weight[f]
                         link_load[l2] += weight[f] * t
-                        if lpos[q2] >= 0:
-                            if n_act[q2] <= floor[q2]:
-                                n_act[q2] = 0.0
-                                _heap_remove(lhp, lpos, lev, lsz, q2)
-                            else:
-                                _heap_set(
-                                    lhp, lpos, lev, lsz, q2, (cap[l2] - link_load[l2]) / n_act[q2]
-                                )
+                        if lpos[q2] >= 0 and not mmark[q2]:
+                            mmark[q2] = True
+                            moved[n_moved] = q2
+                            n_moved += 1
+        for i in range(n_moved):
+            q2 = moved[i]
+            mmark[q2] = False
+            if lpos[q2] < 0:
+                continue
+            l2 = links[q2]
+            if n_act[q2] <= floor[q2]:
+                n_act[q2] = 0.0
+                _heap_remove(lhp, lev, lpos, lsz, q2)
+            else:
+                _heap_set(lhp, lev, lpos, lsz, q2, (cap[l2] - link_load[l2]) / n_act[q2])
     for i in range(k):
         if active[i]:
             rate[rows[i]] = np.inf
@@ -382,7 +400,7 @@ def _refill(
         local[links[q]] = -1
     for f in rows:
         r = rate[f]
-        _heap_set(hp, pos, fin, meta, f, clock_s + rem0[f] / r if r > 0.0 else np.inf)
+        _finish_at(st, f, clock_s + rem0[f] / r if r > 0.0 else np.inf)
     return links[:m]
 
 
@@ -442,14 +460,20 @@ def _refill_suffix(
 
 
 @numba.njit(cache=True)
-def _enlist(S: IntArray, ns: int, rmark: IntArray, stamp: int, g: int) -> int:  # pragma: no cover
-    """Put row ``g`` into the refill set ``S`` (``ns`` rows so far, marked with ``stamp``);
-    the new count, or -1 when ``S`` is full."""
+def _enlist(
+    S: IntArray, ns: int, rmark: IntArray, stamp: int, g: int, limit: int
+) -> tuple[IntArray, int]:  # pragma: no cover - compiled
+    """Put row ``g`` into the refill set ``S`` (``ns`` rows so far, marked with ``stamp``;
+    ``S`` grows by doubling up to ``limit`` rows): ``S`` and the new count, -1 when full."""
     if ns == S.size:
-        return -1
+        if ns >= limit:
+            return S, -1
+        bigger = np.empty(min(2 * ns, limit), dtype=np.int64)
+        bigger[:ns] = S
+        S = bigger
     rmark[g] = stamp
     S[ns] = g
-    return ns + 1
+    return S, ns + 1
 
 
 @numba.njit(cache=True)
@@ -462,6 +486,89 @@ def _enlist_link(
         links[n] = q
         n += 1
     return n
+
+
+@numba.njit(cache=True)
+def _to_refill(
+    f_ptr: IntArray,
+    c_idx: IntArray,
+    cap: FloatArray,
+    weight: FloatArray,
+    alive: BoolArray,
+    st: FluidState,
+    lhead: IntArray,
+    lnext: IntArray,
+    lrow: IntArray,
+    S: IntArray,
+    lo: int,
+    ns: int,
+) -> IntArray:  # pragma: no cover - compiled
+    """Rows to refill when rows ``S[lo:ns]`` (N) join the refill set ``S[:lo]`` (just
+    refilled with every other row's load frozen): N and the rows of ``S[:lo]`` at or above
+    ``lam``. Progressive filling of ``S[:ns]`` goes through exactly the levels of the last
+    filling of ``S[:lo]`` below ``lam``, so the rows frozen there keep their rate and
+    bottleneck:
+
+    * no link crossed by N saturates below ``lam``: at level ``x`` it carries at most the
+      frozen rows' load, the rates of ``S[:lo]`` and ``x`` per N row, i.e.
+      ``load - N's old load + W_N x``;
+    * no row of ``S[:lo]`` froze on a link crossed by N below ``lam`` (there the load
+      differs: N's old load in the last filling, ``W_N x`` now).
+
+    Every other link carries the same load as in the last filling up to ``lam``.
+    """
+    rate, bott, rmark, local = st[RATE], st[BOTT], st[RMARK], st[LOCAL]
+    link_load, meta = st[LOAD], st[META]
+    stamp = meta[M_STAMP]
+    nnz = 0
+    for i in range(lo, ns):
+        g = S[i]
+        rmark[g] = -stamp  # N, for the scan below
+        nnz += f_ptr[g + 1] - f_ptr[g]
+    links = np.empty(nnz, dtype=np.int64)
+    w_new = np.zeros(nnz)  # per link: N's weight and N's old load
+    old = np.zeros(nnz)
+    m = 0
+    for i in range(lo, ns):
+        g = S[i]
+        r = rate[g]
+        sending = r > 0.0 and r < np.inf
+        for j in range(f_ptr[g], f_ptr[g + 1]):
+            q = c_idx[j]
+            if not cap[q] < np.inf:
+                continue
+            if local[q] < 0:
+                local[q] = m
+                links[m] = q
+                m += 1
+            w_new[local[q]] += weight[g]
+            if sending:
+                old[local[q]] += weight[g] * r
+    lam = np.inf
+    for k in range(m):
+        q = links[k]
+        local[q] = -1
+        reach = (cap[q] - link_load[q] + old[k]) / w_new[k]
+        if reach < lam:
+            lam = reach
+        z = lhead[q]
+        while z >= 0:
+            g = lrow[z]
+            z = lnext[z]
+            if alive[g] and rmark[g] == stamp and bott[g] == q and rate[g] < lam:
+                lam = rate[g]
+    keep_below = lam * (1.0 - REFILL_MARGIN)
+    rows = np.empty(ns, dtype=np.int64)
+    k = 0
+    for i in range(lo):
+        if not rate[S[i]] < keep_below:
+            rows[k] = S[i]
+            k += 1
+    for i in range(lo, ns):
+        rmark[S[i]] = stamp
+        rows[k] = S[i]
+        k += 1
+    return rows[:k]
 
 
 @numba.njit(cache=True)
@@ -493,7 +600,7 @@ def _closure(
     rows to ``S``); new rows without start in ``S``. Returns False (the caller solves from
     scratch) when ``S`` would exceed ``limit`` rows.
     """
-    rate, bott, rmark, fin, hp, pos = st[RATE], st[BOTT], st[RMARK], st[FIN], st[HEAP], st[POS]
+    rate, bott, rmark = st[RATE], st[BOTT], st[RMARK]
     rem0, link_load, lmark, touched, tmark = st[REM0], st[LOAD], st[LMARK], st[TOUCHED], st[TMARK]
     nb, smark, meta = st[NB], st[SMARK], st[META]
     meta[M_STAMP] += 1
@@ -508,7 +615,7 @@ def _closure(
         tl[nt] = q
         nt += 1
     meta[M_TOUCHED] = 0
-    S = np.empty(limit, dtype=np.int64)
+    S = np.empty(min(limit, 64), dtype=np.int64)
     ns = 0
     for g in range(new_from, alive.size):
         if not alive[g]:
@@ -521,10 +628,10 @@ def _closure(
                 q = c_idx[j]
                 link_load[q] += weight[g] * r
                 nt = _enlist_link(tl, nt, lmark, stamp, q)
-            _heap_set(hp, pos, fin, meta, g, clock_s + rem0[g] / r)
+            _finish_at(st, g, clock_s + rem0[g] / r)
             continue
         bott[g] = -1
-        ns = _enlist(S, ns, rmark, stamp, g)
+        S, ns = _enlist(S, ns, rmark, stamp, g, limit)
         if ns < 0:
             return False
     # links crossed by S, checked after every refill of S (no other link changes meanwhile)
@@ -535,7 +642,12 @@ def _closure(
     while True:
         if added:
             meta[M_ROUNDS] += 1
-            _refill(f_ptr, c_idx, cap, weight, st, S[:ns], clock_s, 1.0)
+            rows = S[:ns]
+            if ns > added:  # rows refilled before keep their rate below the new rows' reach
+                rows = _to_refill(
+                    f_ptr, c_idx, cap, weight, alive, st, lhead, lnext, lrow, S, ns - added, ns
+                )
+            _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, 1.0)
             for i in range(ns - added, ns):
                 f = S[i]
                 for j in range(f_ptr[f], f_ptr[f + 1]):
@@ -555,7 +667,7 @@ def _closure(
                     g = lrow[z]
                     z = lnext[z]
                     if alive[g] and rmark[g] != stamp:
-                        ns = _enlist(S, ns, rmark, stamp, g)
+                        S, ns = _enlist(S, ns, rmark, stamp, g, limit)
                         if ns < 0:
                             return False
                         added += 1
@@ -563,16 +675,23 @@ def _closure(
             saturated = link_load[q] >= c * (1.0 - CERT_RTOL)
             top = 0.0  # fastest row on q
             s_lev = -1.0  # level at which refilled rows froze on q
+            prev = -1  # finished rows are unlinked on the way
             z = lhead[q]
             while z >= 0:
                 g = lrow[z]
-                z = lnext[z]
+                nxt = lnext[z]
                 if alive[g]:
                     r = rate[g]
                     if r > top:
                         top = r
                     if rmark[g] == stamp and bott[g] == q and r > s_lev:
                         s_lev = r
+                    prev = z
+                elif prev < 0:
+                    lhead[q] = nxt
+                else:
+                    lnext[prev] = nxt
+                z = nxt
             z = lhead[q]
             while z >= 0:
                 g = lrow[z]
@@ -582,7 +701,7 @@ def _closure(
                 r = rate[g]
                 broken = bott[g] == q and (not saturated or r < top * (1.0 - CERT_RTOL))
                 if broken or (s_lev >= 0.0 and r > s_lev * (1.0 + CERT_RTOL)):
-                    ns = _enlist(S, ns, rmark, stamp, g)
+                    S, ns = _enlist(S, ns, rmark, stamp, g, limit)
                     if ns < 0:
                         return False
                     added += 1
@@ -683,6 +802,7 @@ def fluid_advance(
     Returns ``(clock_s, mode, r_min, round_done)``.
     """
     rate, fin, hp, pos, bott, nb = st[RATE], st[FIN], st[HEAP], st[POS], st[BOTT], st[NB]
+    hkey = st[HKEY]
     link_load, touched, tmark, meta = st[LOAD], st[TOUCHED], st[TMARK], st[META]
     while True:
         if mode != RATES_VALID:
@@ -705,11 +825,11 @@ def fluid_advance(
             new_from = alive.size
             mode = RATES_VALID
             r_min = np.inf
-        if meta[M_HEAP] == 0 or fin[hp[0]] > until_s:
+        if meta[M_HEAP] == 0 or hkey[0] > until_s:
             if until_s < np.inf:
                 clock_s = max(clock_s, until_s)
             return clock_s, mode, r_min, False
-        t_next = fin[hp[0]]
+        t_next = hkey[0]
         dt = t_next - clock_s
         clock_s = t_next
         done = False
@@ -718,7 +838,7 @@ def fluid_advance(
             r = rate[g]
             if r < np.inf and r * (fin[g] - clock_s) > size[g] * done_rtol + r * dt * 1e-12:
                 break
-            _heap_pop(hp, pos, fin, meta)
+            _heap_pop(hp, hkey, pos, meta)
             alive[g] = False
             meta[M_ALIVE] -= 1
             if bott[g] >= 0:
@@ -727,7 +847,7 @@ def fluid_advance(
                 for j in range(f_ptr[g], f_ptr[g + 1]):
                     q = c_idx[j]
                     link_load[q] -= weight[g] * r
-                    if tmark[q] == 0:
+                    if tmark[q] == 0 and (nb[q] > 0 or grow > 1.0):
                         tmark[q] = 1
                         touched[meta[M_TOUCHED]] = q
                         meta[M_TOUCHED] += 1
@@ -736,7 +856,20 @@ def fluid_advance(
                 done = True
             if r < r_min:
                 r_min = r
-        mode = REFILL
+        if grow == 1.0:
+            # exact sets: only links on which some row is still certified can break a
+            # certificate; with none, the rates stay max-min fair
+            k = 0
+            for i in range(meta[M_TOUCHED]):
+                q = touched[i]
+                if nb[q] > 0:
+                    touched[k] = q
+                    k += 1
+                else:
+                    tmark[q] = 0
+            meta[M_TOUCHED] = k
+        if grow > 1.0 or meta[M_TOUCHED] > 0:
+            mode = REFILL
         if done:
             return clock_s, mode, r_min, True
 
@@ -744,12 +877,12 @@ def fluid_advance(
 @numba.njit(cache=True)
 def rebuild_heap(alive: BoolArray, st: FluidState) -> None:  # pragma: no cover - compiled
     """Put every alive row back into the finish-time heap (after rows were renumbered)."""
-    fin, hp, pos, meta = st[FIN], st[HEAP], st[POS], st[META]
+    fin, meta = st[FIN], st[META]
     meta[M_HEAP] = 0
-    pos[:] = -1
+    st[POS][:] = -1
     for f in range(alive.size):
         if alive[f]:
-            _heap_set(hp, pos, fin, meta, f, fin[f])
+            _finish_at(st, f, fin[f])
 
 
 @numba.njit(cache=True)
