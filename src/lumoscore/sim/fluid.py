@@ -94,6 +94,7 @@ class FluidSet:
         self.clock_s = 0.0
         self._buf: FluidState = new_state(0, capacity_bps.size)
         self._views: FluidState | None = None
+        self._args: tuple | None = None  # fluid_advance's arrays (see _kernel_args)
         # the rows crossing each link, as linked lists (lhead per link; lnext, lrow per entry)
         self._lhead = np.full(capacity_bps.size, -1, dtype=np.int64)
         self._lnext = np.zeros(0, dtype=np.int64)
@@ -162,6 +163,7 @@ class FluidSet:
     def touch(self) -> None:
         """Link capacities changed: recompute rates from scratch before sending on."""
         self._mode = FULL_SOLVE
+        self._args = None
 
     def add(
         self,
@@ -233,6 +235,7 @@ class FluidSet:
         for i in range(ROW_FIELDS):
             self._buf[i][n : n + k] = fresh[i]
         self._n = n + k
+        self._args = None
         self._buf[META][M_ALIVE] += k
         link_lists_append(
             self._indptr, self._indices, self._lhead, self._lnext, self._lrow, n, n + k
@@ -247,6 +250,7 @@ class FluidSet:
             if s not in self.job_of:
                 return s
         self.live = np.concatenate([self.live, np.zeros(max(4, self.live.size), np.int64)])
+        self._args = None
         return self._free_slot()
 
     def run_until(self, until_s: float) -> bool:
@@ -254,25 +258,12 @@ class FluidSet:
         has (see :meth:`pop_finished`). The clock stops at the completion time."""
         if self._done:
             return True
-        n = self._n
-        alive = self._alive[:n]
-        if not alive.any():
+        if not self._buf[META][M_ALIVE]:
             if math.isfinite(until_s):
                 self.clock_s = max(self.clock_s, float(until_s))
             return False
         clock, self._mode, self._r_min, done = fluid_advance(
-            self._indptr[: n + 1],
-            self._indices,
-            self.capacity,
-            self._weight[:n],
-            self._size[:n],
-            alive,
-            self._slot[:n],
-            self.live,
-            self._st,
-            self._lhead,
-            self._lnext,
-            self._lrow,
+            *self._kernel_args(),
             self.clock_s,
             float(until_s),
             self._mode,
@@ -281,10 +272,31 @@ class FluidSet:
             self.grow,
             DONE_RTOL,
         )
-        self._new_from = n
+        self._new_from = self._n
         self.clock_s = float(clock)
         self._done = bool(done)
         return self._done
+
+    def _kernel_args(self) -> tuple:
+        """The arrays :func:`~lumoscore.sim.kernels.fluid_advance` works on (views of the
+        rows in use; cached until rows are added or dropped)."""
+        if self._args is None:
+            n = self._n
+            self._args = (
+                self._indptr[: n + 1],
+                self._indices,
+                self.capacity,
+                self._weight[:n],
+                self._size[:n],
+                self._alive[:n],
+                self._slot[:n],
+                self.live,
+                self._st,
+                self._lhead,
+                self._lnext,
+                self._lrow,
+            )
+        return self._args
 
     def finished_pending(self) -> bool:
         """Whether some job's round has no flow left (waiting for :meth:`pop_finished`)."""
@@ -332,6 +344,7 @@ class FluidSet:
             self._buf[i][:n_new] = self._buf[i][:n][keep]
         self._new_from = int(keep[: self._new_from].sum())
         self._n = n_new
+        self._args = None
         self._lhead[:] = -1
         link_lists_append(
             self._indptr, self._indices, self._lhead, self._lnext, self._lrow, 0, n_new

@@ -634,12 +634,15 @@ def _closure(
         S, ns = _enlist(S, ns, rmark, stamp, g, limit)
         if ns < 0:
             return False
-    # links crossed by S, checked after every refill of S (no other link changes meanwhile)
+    # links crossed by S (their peaks are recorded at the end)
     sl = st[SLIST]
     n_sl = 0
     added = ns
     first = True
     while True:
+        # links to check: those of the rows just refilled (no other link changed since the
+        # last check), and the first time the links that lost load or gained warm rows
+        rl = tl[:0]
         if added:
             meta[M_ROUNDS] += 1
             rows = S[:ns]
@@ -647,14 +650,13 @@ def _closure(
                 rows = _to_refill(
                     f_ptr, c_idx, cap, weight, alive, st, lhead, lnext, lrow, S, ns - added, ns
                 )
-            _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, 1.0)
-            for i in range(ns - added, ns):
-                f = S[i]
-                for j in range(f_ptr[f], f_ptr[f + 1]):
-                    n_sl = _enlist_link(sl, n_sl, smark, stamp, c_idx[j])
+            rl = _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, 1.0)
+            for q in rl:
+                n_sl = _enlist_link(sl, n_sl, smark, stamp, q)
         added = 0
-        for i in range(n_sl + (nt if first else 0)):
-            q = sl[i] if i < n_sl else tl[i - n_sl]
+        n_rl = rl.size
+        for i in range(n_rl + (nt if first else 0)):
+            q = rl[i] if i < n_rl else tl[i - n_rl]
             c = cap[q]
             if not c < np.inf:
                 continue
