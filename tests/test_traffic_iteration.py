@@ -147,6 +147,10 @@ def test_aggregation_preserves_round_bytes(case, key: str) -> None:
         ref = aggregate(a.flows, key=lambda g, per=per: g // per)
         assert pair_totals(b.flows)[2] == pytest.approx(pair_totals(ref)[2])
         assert b.ideal_s == a.ideal_s and b.compute_s == a.compute_s
+        # the compiled pass aggregates, and times rounds, exactly as the NumPy functions do
+        for col in ("src", "dst", "bytes", "weight"):
+            assert np.array_equal(getattr(b.flows, col), getattr(ref, col))
+        assert a.ideal_s == ideal_round_s(a.flows)
 
 
 def test_one_stage_expert_pattern_is_a_permutation() -> None:

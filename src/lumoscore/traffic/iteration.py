@@ -106,7 +106,8 @@ def rank_grid(job: Job, gpus: ArrayLike) -> IntArray:
     arr = arr.astype(np.int64, copy=False).reshape(-1)
     if arr.shape[0] != job.gpus:
         raise ConfigError(f"job {job.job_id}: got {arr.shape[0]} GPUs, the job needs {job.gpus}")
-    if np.unique(arr).shape[0] != arr.shape[0]:
+    ids = np.sort(arr)
+    if ids.size > 1 and (ids[1:] == ids[:-1]).any():
         raise ConfigError(f"job {job.job_id}: gpus must be distinct")
     return arr.reshape(job.pp, job.dp, job.tp)
 
@@ -369,9 +370,7 @@ def _size_rounds(
         else:
             node_src = buf_src[:n] // per_node
             node_dst = buf_dst[:n] // per_node
-            by_bytes = np.argsort(buf_bytes[:n], kind="mergesort")
-            pair = node_src * n_gpus + node_dst
-            order = by_bytes[np.argsort(pair[by_bytes], kind="mergesort")]
+            order = _lex_order(node_src, node_dst, buf_bytes[:n])
             for j in range(n):
                 i = order[j]
                 if (
@@ -389,6 +388,45 @@ def _size_rounds(
                     out_weight[m - 1] += 1
         out_ptr[r + 1] = m
     return out_src, out_dst, out_bytes, out_weight, out_ptr, ideal
+
+
+@numba.njit(cache=True)
+def _lex_order(
+    src: IntArray, dst: IntArray, size: NDArray[np.float64]
+) -> IntArray:  # pragma: no cover - compiled
+    """Rows in ``(src, dst, size)`` order (``np.lexsort((size, dst, src))`` up to the order
+    of equal rows): a counting sort by ``src`` (small ids), then each source's rows sorted
+    by ``(dst, size)``."""
+    n = src.size
+    lo, hi = src.min(), src.max()
+    starts = np.zeros(hi - lo + 2, np.int64)
+    for i in range(n):
+        starts[src[i] - lo + 1] += 1
+    for v in range(1, hi - lo + 2):
+        starts[v] += starts[v - 1]
+    fill = starts[:-1].copy()
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        v = src[i] - lo
+        order[fill[v]] = i
+        fill[v] += 1
+    for v in range(hi - lo + 1):
+        a, e = starts[v], starts[v + 1]
+        if e - a > 32:
+            sub = order[a:e]
+            sub = sub[np.argsort(size[sub], kind="mergesort")]
+            order[a:e] = sub[np.argsort(dst[sub], kind="mergesort")]
+            continue
+        for j in range(a + 1, e):  # stable insertion sort of a short run
+            x = order[j]
+            k = j - 1
+            while k >= a and (
+                dst[order[k]] > dst[x] or (dst[order[k]] == dst[x] and size[order[k]] > size[x])
+            ):
+                order[k + 1] = order[k]
+                k -= 1
+            order[k + 1] = x
+    return order
 
 
 @numba.njit(cache=True)
