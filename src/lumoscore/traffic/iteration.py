@@ -68,6 +68,7 @@ True
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Literal
 
 import numba
@@ -85,6 +86,8 @@ __all__ = ["class_times_s", "iteration_flows", "rank_grid"]
 IntArray = NDArray[np.int64]
 AggregateKey = Literal["leaf", "server", "gpu"]
 EpPattern = Literal["all-pairs", "one-stage"]
+#: Order of the classes in a round's tag.
+_CLASS_ORDER = ("dp", "ep", "pp")
 #: One class's unit-size flows in a round: (class, src, dst, sizes or None for all ones).
 _Part = tuple[str, IntArray, IntArray, NDArray[np.float64] | None]
 
@@ -261,15 +264,16 @@ def iteration_flows(
     # One compiled pass over all rounds: drop intra-server flows, size each class to its
     # exposed time, the round's ideal time, and (optionally) the aggregation.
     parts = [part for rnd in plan for part in rnd]
-    sizes = [part[1].shape[0] for part in parts]
-    part_ptr = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=part_ptr[1:])
+    part_ptr = np.fromiter(
+        accumulate((part[1].shape[0] for part in parts), initial=0), np.int64, len(parts) + 1
+    )
     unit = np.ones(int(part_ptr[-1]))
     for i, part in enumerate(parts):
         if part[3] is not None:
             unit[part_ptr[i] : part_ptr[i + 1]] = part[3]
-    round_ptr = np.zeros(len(plan) + 1, dtype=np.int64)
-    np.cumsum([len(rnd) for rnd in plan], out=round_ptr[1:])
+    round_ptr = np.fromiter(
+        accumulate((len(rnd) for rnd in plan), initial=0), np.int64, len(plan) + 1
+    )
     per_node = {"leaf": spec.k_leaf, "server": gps, "gpu": 1}[key]
     out_src, out_dst, out_bytes, out_weight, out_ptr, ideal = _size_rounds(
         np.concatenate([part[1] for part in parts]),
@@ -285,14 +289,22 @@ def iteration_flows(
     )
     bounds = out_ptr.tolist()
     ideals = ideal.tolist()
+    kinds: dict[tuple[str, ...], tuple[str, float]] = {}  # classes -> (tag, exposed time)
     rounds: list[Round] = []
     for r, rnd in enumerate(plan):
-        budget = 0.0
-        for cls, *_ in rnd:
-            budget += times[cls]
+        classes = tuple(part[0] for part in rnd)
+        kind = kinds.get(classes)
+        if kind is None:
+            budget = 0.0
+            for cls in classes:
+                budget += times[cls]
+            tag = "+".join(sorted(set(classes), key=_CLASS_ORDER.index))
+            kind = kinds[classes] = (tag, budget)
         lo, hi = bounds[r], bounds[r + 1]
-        flows = Flows(out_src[lo:hi], out_dst[lo:hi], out_bytes[lo:hi], out_weight[lo:hi])
-        tag = "+".join(sorted({c for c, *_ in rnd}, key=["dp", "ep", "pp"].index))
+        flows = Flows._unchecked(
+            out_src[lo:hi], out_dst[lo:hi], out_bytes[lo:hi], out_weight[lo:hi]
+        )
+        tag, budget = kind
         rounds.append(Round(flows, compute_each + max(budget - ideals[r], 0.0), tag, ideals[r]))
     return Schedule(tuple(rounds))
 
@@ -368,8 +380,10 @@ def _size_rounds(
                 out_weight[m + i] = 1
             m += n
         else:
-            node_src = buf_src[:n] // per_node
-            node_dst = buf_dst[:n] // per_node
+            if per_node == 1:
+                node_src, node_dst = buf_src[:n], buf_dst[:n]
+            else:
+                node_src, node_dst = buf_src[:n] // per_node, buf_dst[:n] // per_node
             order = _lex_order(node_src, node_dst, buf_bytes[:n])
             for j in range(n):
                 i = order[j]
