@@ -409,8 +409,9 @@ def _lex_order(
     src: IntArray, dst: IntArray, size: NDArray[np.float64]
 ) -> IntArray:  # pragma: no cover - compiled
     """Rows in ``(src, dst, size)`` order (``np.lexsort((size, dst, src))`` up to the order
-    of equal rows): a counting sort by ``src`` (small ids), then each source's rows sorted
-    by ``(dst, size)``."""
+    of equal rows, which the caller merges): a counting sort by ``src`` (small ids), then
+    each source's rows sorted by ``(dst, size)`` (insertion sort, heap sort when long).
+    Hand-written rather than ``np.argsort``, which takes Numba many seconds to compile."""
     n = src.size
     lo, hi = src.min(), src.max()
     starts = np.zeros(hi - lo + 2, np.int64)
@@ -427,9 +428,7 @@ def _lex_order(
     for v in range(hi - lo + 1):
         a, e = starts[v], starts[v + 1]
         if e - a > 32:
-            sub = order[a:e]
-            sub = sub[np.argsort(size[sub], kind="mergesort")]
-            order[a:e] = sub[np.argsort(dst[sub], kind="mergesort")]
+            _heap_sort(order, a, e, dst, size)
             continue
         for j in range(a + 1, e):  # stable insertion sort of a short run
             x = order[j]
@@ -441,6 +440,39 @@ def _lex_order(
                 k -= 1
             order[k + 1] = x
     return order
+
+
+@numba.njit(cache=True)
+def _heap_sort(
+    order: IntArray, a: int, e: int, dst: IntArray, size: NDArray[np.float64]
+) -> None:  # pragma: no cover - compiled
+    """Sort ``order[a:e]`` by ``(dst, size)`` of the rows it names (in place, not stable)."""
+    n = e - a
+    for start in range(n // 2 - 1, -1, -1):
+        _sift_down(order, a, start, n, dst, size)
+    for end in range(n - 1, 0, -1):
+        order[a], order[a + end] = order[a + end], order[a]
+        _sift_down(order, a, 0, end, dst, size)
+
+
+@numba.njit(cache=True)
+def _sift_down(
+    order: IntArray, a: int, root: int, n: int, dst: IntArray, size: NDArray[np.float64]
+) -> None:  # pragma: no cover - compiled
+    """Restore the max-heap ``order[a:a+n]`` (key ``(dst, size)``) below ``root``."""
+    while True:
+        child = 2 * root + 1
+        if child >= n:
+            return
+        i, j = order[a + child], order[a + child + 1] if child + 1 < n else -1
+        if j >= 0 and (dst[i] < dst[j] or (dst[i] == dst[j] and size[i] < size[j])):
+            child += 1
+            i = j
+        r = order[a + root]
+        if not (dst[r] < dst[i] or (dst[r] == dst[i] and size[r] < size[i])):
+            return
+        order[a + root], order[a + child] = i, r
+        root = child
 
 
 @numba.njit(cache=True)
