@@ -56,3 +56,15 @@ def test_flow_key_words_layout() -> None:
 def test_murmur3_rejects_1d() -> None:
     with pytest.raises(ValueError, match="2-D"):
         murmur3_32(np.zeros(3, dtype=np.uint32))
+
+
+def test_flow_hash_per_flow_kernel_equals_row_hash() -> None:
+    # flow_hash runs the per-flow kernel the Clos router inlines; murmur3_32 hashes the rows
+    rng = np.random.default_rng(3)
+    src = rng.integers(0, 2**31, 500)
+    dst = rng.integers(0, 2**31, 500)
+    key = rng.integers(-(2**63), 2**63 - 1, 500, dtype=np.int64)
+    for seed in (0, 1, 2**32 - 1):
+        got = flow_hash(src, dst, key, seed)
+        assert got.dtype == np.uint32
+        assert np.array_equal(got, murmur3_32(flow_key_words(src, dst, key), seed))

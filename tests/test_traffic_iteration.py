@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from lumoscore.errors import ConfigError
 from lumoscore.topology.cluster import ClusterSpec
 from lumoscore.traffic.flows import aggregate, ideal_round_s, pair_totals
-from lumoscore.traffic.iteration import iteration_flows, rank_grid
+from lumoscore.traffic.iteration import _lex_order, iteration_flows, rank_grid
 from lumoscore.workload.job import COLLECTIVES, REFERENCE_PORT_GBPS, ExposedShares, Job
 
 SPEC = ClusterSpec(pods=4, k_leaf=32, k_spine=32, tau=2, gpus_per_server=8)  # 2048 GPUs
@@ -147,6 +147,10 @@ def test_aggregation_preserves_round_bytes(case, key: str) -> None:
         ref = aggregate(a.flows, key=lambda g, per=per: g // per)
         assert pair_totals(b.flows)[2] == pytest.approx(pair_totals(ref)[2])
         assert b.ideal_s == a.ideal_s and b.compute_s == a.compute_s
+        # the compiled pass aggregates, and times rounds, exactly as the NumPy functions do
+        for col in ("src", "dst", "bytes", "weight"):
+            assert np.array_equal(getattr(b.flows, col), getattr(ref, col))
+        assert a.ideal_s == ideal_round_s(a.flows)
 
 
 def test_one_stage_expert_pattern_is_a_permutation() -> None:
@@ -188,3 +192,19 @@ def test_bad_inputs() -> None:
         iteration_flows(job, np.zeros(16, np.int64), SPEC)
     with pytest.raises(ConfigError, match="key"):
         iteration_flows(job, np.arange(16), SPEC, key="pod")  # type: ignore[arg-type]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 400), st.integers(1, 60), st.integers(0, 2**16))
+def test_compiled_row_order_is_lexsort(n: int, n_dst: int, seed: int) -> None:
+    # the aggregation's sort (counting sort on src, insertion / heap sort per source) puts
+    # rows in np.lexsort((bytes, dst, src)) order up to the order of equal rows
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, 4, n)
+    dst = rng.integers(0, n_dst, n)
+    size = rng.integers(1, 4, n).astype(float)
+    got = _lex_order(src, dst, size)
+    ref = np.lexsort((size, dst, src))
+    assert sorted(got.tolist()) == list(range(n))
+    for col in (src, dst, size):
+        assert np.array_equal(col[got], col[ref])

@@ -14,12 +14,34 @@ Examples
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from lumoscore.errors import ConfigError
 from lumoscore.fabric.base import Fabric, IntArray, Routes, check_positive, geometry_spec
 
 __all__ = ["BestFabric"]
+
+
+@numba.njit(cache=True)
+def _nic_routes(
+    src: IntArray, dst: IntArray, n_gpus: int, gps: int
+) -> tuple[int, IntArray, IntArray]:  # pragma: no cover - compiled
+    """``(status, indptr, indices)``: each flow crosses its source's uplink and its
+    destination's downlink; status 1 (routes empty) when an id is out of range or both ends
+    share a server."""
+    F = src.size
+    indptr = np.empty(F + 1, np.int64)
+    indices = np.empty(2 * F, np.int64)
+    indptr[0] = 0
+    for i in range(F):
+        s, d = src[i], dst[i]
+        if s < 0 or d < 0 or s >= n_gpus or d >= n_gpus or s // gps == d // gps:
+            return 1, indptr[:1], indices[:0]
+        indices[2 * i] = s
+        indices[2 * i + 1] = n_gpus + d
+        indptr[i + 1] = 2 * i + 2
+    return 0, indptr, indices
 
 
 class BestFabric(Fabric):
@@ -43,5 +65,15 @@ class BestFabric(Fabric):
     ) -> Routes:
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
-        self._check_endpoints(src, dst)
-        return Routes.from_columns(src, self.gpus + dst)
+        if src.ndim != 1 or src.shape != dst.shape:
+            self._check_endpoints(src, dst)
+            return Routes.from_columns(src, self.gpus + dst)
+        status, indptr, indices = _nic_routes(
+            np.ascontiguousarray(src),
+            np.ascontiguousarray(dst),
+            self.gpus,
+            self.spec.gpus_per_server,
+        )
+        if status:
+            self._check_endpoints(src, dst)  # raises, naming the bad ids
+        return Routes(indptr, indices)

@@ -58,21 +58,119 @@ import math
 from typing import Any
 
 import networkx as nx
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.fabric.base import Fabric, IntArray, Routes, check_positive, geometry_spec
-from lumoscore.fabric.hashing import flow_key_words, murmur3_32
-from lumoscore.fabric.routing import (
-    ROUTING_MODES,
-    balanced_ports,
-    ecmp_ports,
-    probe_ports,
-)
+from lumoscore.fabric.hashing import flow_hash_jit
+from lumoscore.fabric.routing import ROUTING_MODES
 from lumoscore.hardware.sizing import clos_max_gpus
 
 __all__ = ["ClosFabric"]
+
+#: Routing policy -> the code the compiled router switches on.
+_MODE_CODE = {"ecmp": 0, "balanced": 1, "source": 2, "probing": 3}
+
+
+@numba.njit(cache=True)
+def _route_flows(
+    src: IntArray,
+    dst: IntArray,
+    key: IntArray,
+    params: IntArray,
+    geometry: IntArray,
+    seeds: NDArray[np.uint64],
+    load: NDArray[np.float64],
+) -> tuple[int, IntArray, IntArray]:  # pragma: no cover - compiled
+    """CSR routes of all flows (the module docstring's arithmetic, one flow at a time).
+
+    ``params``: routing code (:data:`_MODE_CODE`), GPUs, tiers, ``k``, rail-optimized (0/1),
+    GPUs per server, GPUs per leaf, leaf GPU ports. ``geometry`` rows (indexed by tier ``s``):
+    switches per block, leaves per block, up-ports per switch, first up link, first down link,
+    switches. Returns ``(status, indptr, indices)``; ``status`` is 1 (and the routes empty)
+    when a flow's GPU id is out of range or both ends share a server.
+
+    The per-tier policies match :mod:`lumoscore.fabric.routing` applied tier by tier over
+    the whole call: ``balanced`` counts earlier flows per switch and tier in call order, and
+    ``probing`` at tier ``s`` only reads and writes links of boundary ``s``, so visiting the
+    flows one by one (all their tiers) sees the same loads as visiting tier by tier.
+    """
+    mode, n_gpus, tiers, k = params[0], params[1], params[2], params[3]
+    rail, gps, gpus_per_leaf, downlinks = params[4] != 0, params[5], params[6], params[7]
+    w, span, ports = geometry[0], geometry[1], geometry[2]
+    off_up, off_down, n_switch = geometry[3], geometry[4], geometry[5]
+    F = src.size
+    for i in range(F):
+        gs, gd = src[i], dst[i]
+        if gs < 0 or gd < 0 or gs >= n_gpus or gd >= n_gpus or gs // gps == gd // gps:
+            return 1, np.zeros(1, np.int64), np.zeros(0, np.int64)
+    a = np.empty(F, np.int64)
+    b = np.empty(F, np.int64)
+    port = np.empty(F, np.int64)
+    h = np.empty(F, np.int64)
+    indptr = np.empty(F + 1, np.int64)
+    indptr[0] = 0
+    for i in range(F):
+        gs, gd = src[i], dst[i]
+        if rail:
+            vs, vd = gs // gps, gd // gps
+            a[i] = (vs // downlinks) * gps + gs % gps
+            b[i] = (vd // downlinks) * gps + gd % gps
+            port[i] = vs % downlinks
+        else:
+            a[i] = gs // gpus_per_leaf
+            b[i] = gd // gpus_per_leaf
+            port[i] = gs % gpus_per_leaf
+        hi = tiers
+        for s in range(1, tiers):
+            if a[i] // span[s] == b[i] // span[s]:
+                hi -= 1
+        h[i] = hi
+        indptr[i + 1] = indptr[i] + 2 * hi
+    indices = np.empty(indptr[F], np.int64)
+    # balanced: flows already sent through each switch's up-ports, per tier
+    count_off = np.zeros(tiers + 1, np.int64)
+    if mode == 1:
+        for s in range(1, tiers):
+            count_off[s + 1] = count_off[s] + n_switch[s]
+    count = np.zeros(count_off[tiers] if mode == 1 else 0, np.int64)
+    for i in range(F):
+        base, hi = indptr[i], h[i]
+        indices[base] = src[i]
+        indices[base + 2 * hi - 1] = n_gpus + dst[i]
+        col = 0
+        for s in range(1, hi):
+            P = ports[s]
+            sw_src = (a[i] // span[s]) * w[s] + col
+            sw_dst = (b[i] // span[s]) * w[s] + col
+            up_base = off_up[s] + sw_src * P
+            down_base = off_down[s] + sw_dst * P
+            if mode == 0:
+                p = np.int64(flow_hash_jit(src[i], dst[i], key[i], seeds[s - 1]) % np.uint64(P))
+            elif mode == 1:
+                c = count_off[s] + sw_src
+                p = count[c] % P
+                count[c] += 1
+            elif mode == 2:
+                p = port[i] % P if s == 1 else (a[i] // span[s - 1]) % P
+            else:
+                tie = np.int64(flow_hash_jit(src[i], dst[i], key[i], seeds[s - 1]) % np.uint64(P))
+                p = -1
+                best_cost = np.inf
+                for j in range(P):
+                    q = (tie + j) % P
+                    cost = load[up_base + q] + load[down_base + q]
+                    if cost < best_cost:
+                        best_cost = cost
+                        p = q
+                load[up_base + p] += 1.0
+                load[down_base + p] += 1.0
+            indices[base + s] = up_base + p
+            indices[base + 2 * hi - 1 - s] = down_base + p
+            col = col * k + p
+    return 0, indptr, indices
 
 
 class ClosFabric(Fabric):
@@ -206,6 +304,29 @@ class ClosFabric(Fabric):
             seeds[:] = seeds[0]
         self.tier_seeds: tuple[int, ...] = tuple(int(x) for x in seeds)
         self.isolating = routing == "ideal"
+        # the compiled router's view of the geometry (see _route_flows)
+        self._geometry = np.array(
+            [
+                x + [0] * (n + 1 - len(x))
+                for x in (self._w, self._span, self._ports, self._off_up, self._off_down, self._nsw)
+            ],
+            dtype=np.int64,
+        )
+        self._seed_array = np.array(self.tier_seeds, dtype=np.uint64)
+        self._no_load = np.zeros(0)
+        self._params = np.array(
+            [
+                _MODE_CODE.get(routing, -1),
+                gpus,
+                n,
+                k,
+                int(self.rail_optimized),
+                gps,
+                self.gpus_per_leaf,
+                d,
+            ],
+            dtype=np.int64,
+        )
 
     # ------------------------------------------------------------------ geometry
     def attachment(self, gpu: IntArray) -> tuple[IntArray, IntArray]:
@@ -370,14 +491,22 @@ class ClosFabric(Fabric):
         >>> fab.routes(np.array([1]), np.array([5]), np.array([0])).links_of(0).tolist()
         [1, 33, 53, 21]
         """
-        src, dst, flow_key = self._route_inputs(src, dst, flow_key)
-        G, n, F = self.gpus, self.tiers, src.size
-        if self.routing == "ideal":
-            return Routes.from_columns(src, G + dst)
-        a, port = self.attachment(src)
-        b, _ = self.attachment(dst)
-        h = self._heights(a, b)
-        load = None
+        G = self.gpus
+        if not (
+            type(src) is np.ndarray
+            and type(dst) is np.ndarray
+            and type(flow_key) is np.ndarray
+            and src.dtype == dst.dtype == flow_key.dtype == np.int64
+            and src.ndim == 1
+            and src.shape == dst.shape == flow_key.shape
+            and self.routing != "ideal"
+        ):
+            # general inputs: checked conversion (raises on bad ones)
+            src, dst, flow_key = self._route_inputs(src, dst, flow_key)
+            if self.routing == "ideal":
+                return Routes.from_columns(src, G + dst)
+            src, dst, flow_key = src.reshape(-1), dst.reshape(-1), flow_key.reshape(-1)
+        load = self._no_load
         if self.routing == "probing":
             if link_load is None:
                 load = np.zeros(self.n_links)
@@ -388,43 +517,15 @@ class ClosFabric(Fabric):
                         f"link_load must have one entry per link ({self.n_links}), "
                         f"got shape {load.shape}"
                     )
-        hashes: list[NDArray[np.uint32]] = []
-        if self.routing in ("ecmp", "probing"):
-            words = flow_key_words(src, dst, flow_key)
-            if self.polarized:
-                hashes = [murmur3_32(words, self.tier_seeds[0])] * (n - 1)
-            else:
-                hashes = [murmur3_32(words, s) for s in self.tier_seeds]
-
-        # Path matrix: column 0 = NIC up, 1..h-1 up links, h..2h-2 down links, 2h-1 NIC down.
-        mat = np.empty((F, 2 * n), dtype=np.int64)
-        mat[:, 0] = src
-        rows = np.arange(F)
-        col = np.zeros(F, dtype=np.int64)  # column of the current switch
-        for s in range(1, n):
-            active = h > s
-            P, w, span = self._ports[s], self._w[s], self._span[s]
-            sw_src = (a // span) * w + col
-            sw_dst = (b // span) * w + col
-            up_base = self._off_up[s] + sw_src * P
-            down_base = self._off_down[s] + sw_dst * P
-            if self.routing == "ecmp":
-                p = ecmp_ports(hashes[s - 1], P)
-            elif self.routing == "balanced":
-                p = balanced_ports(sw_src, active, P)
-            elif self.routing == "source":
-                p = port % P if s == 1 else (a // self._span[s - 1]) % P
-            else:  # probing
-                assert load is not None
-                tie = ecmp_ports(hashes[s - 1], P)
-                p = probe_ports(load, up_base, down_base, active, tie, P)
-            idx = rows[active]
-            mat[idx, s] = up_base[idx] + p[idx]
-            mat[idx, 2 * h[idx] - 1 - s] = down_base[idx] + p[idx]
-            col = col * self.k + p
-        mat[rows, 2 * h - 1] = G + dst
-        lengths = 2 * h
-        keep = np.arange(2 * n) < lengths[:, None]
-        indptr = np.zeros(F + 1, dtype=np.int64)
-        np.cumsum(lengths, out=indptr[1:])
-        return Routes(indptr, mat[keep])
+        status, indptr, indices = _route_flows(
+            np.ascontiguousarray(src),
+            np.ascontiguousarray(dst),
+            np.ascontiguousarray(flow_key),
+            self._params,
+            self._geometry,
+            self._seed_array,
+            load,
+        )
+        if status:
+            self._check_endpoints(src, dst)  # raises, naming the bad ids
+        return Routes(indptr, indices)

@@ -19,7 +19,7 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["flow_hash", "flow_key_words", "murmur3_32"]
+__all__ = ["flow_hash", "flow_hash_jit", "flow_key_words", "murmur3_32"]
 
 U32 = np.uint32
 _M = np.uint64(0xFFFFFFFF)
@@ -30,33 +30,70 @@ _F1 = np.uint64(0x85EBCA6B)
 _F2 = np.uint64(0xC2B2AE35)
 
 
+@numba.njit(cache=True, inline="always")
+def _mix(h: np.uint64, word: np.uint64) -> np.uint64:  # pragma: no cover - compiled
+    # one 32-bit block of the body; 32-bit arithmetic in uint64 masked to 32 bits (every
+    # constant a uint64: Numba turns mixed uint64/int64 arithmetic into floats)
+    k = (word * _C1) & _M
+    k = ((k << np.uint64(15)) | (k >> np.uint64(17))) & _M
+    k = (k * _C2) & _M
+    h ^= k
+    h = ((h << np.uint64(13)) | (h >> np.uint64(19))) & _M
+    return (h * np.uint64(5) + _N) & _M
+
+
+@numba.njit(cache=True, inline="always")
+def _finish(h: np.uint64, n_bytes: np.uint64) -> np.uint64:  # pragma: no cover - compiled
+    h ^= n_bytes & _M
+    h ^= h >> np.uint64(16)
+    h = (h * _F1) & _M
+    h ^= h >> np.uint64(13)
+    h = (h * _F2) & _M
+    h ^= h >> np.uint64(16)
+    return h
+
+
+@numba.njit(cache=True)
+def flow_hash_jit(src: int, dst: int, key: int, seed: np.uint64) -> np.uint64:
+    """MurmurHash3 x86_32 of one flow's ``(src, dst, key)`` words (as :func:`flow_hash`),
+    compiled: other Numba kernels call it per flow. ``seed`` must be a ``numpy.uint64``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> int(flow_hash_jit(3, 9, 42, np.uint64(7))) == int(flow_hash([3], [9], [42], seed=7)[0])
+    True
+    """
+    h = seed & _M
+    h = _mix(h, np.uint64(src & 0xFFFFFFFF))
+    h = _mix(h, np.uint64(dst & 0xFFFFFFFF))
+    h = _mix(h, np.uint64(key & 0xFFFFFFFF))
+    h = _mix(h, np.uint64((key >> 32) & 0xFFFFFFFF))
+    return _finish(h, np.uint64(16))
+
+
 @numba.njit(cache=True)
 def _murmur3_rows(
     w: NDArray[np.uint32], seed: np.uint64
 ) -> NDArray[np.uint32]:  # pragma: no cover - compiled
-    # 32-bit arithmetic in uint64 masked to 32 bits (every constant a uint64: Numba turns
-    # mixed uint64/int64 arithmetic into floats)
     n, m = w.shape
     out = np.empty(n, dtype=np.uint32)
-    u5, s13, s15 = np.uint64(5), np.uint64(13), np.uint64(15)
-    s16, s17, s19 = np.uint64(16), np.uint64(17), np.uint64(19)
-    tail = np.uint64(4 * m) & _M
+    tail = np.uint64(4 * m)
     for i in range(n):
         h = seed & _M
         for j in range(m):
-            k = (np.uint64(w[i, j]) * _C1) & _M
-            k = ((k << s15) | (k >> s17)) & _M
-            k = (k * _C2) & _M
-            h ^= k
-            h = ((h << s13) | (h >> s19)) & _M
-            h = (h * u5 + _N) & _M
-        h ^= tail
-        h ^= h >> s16
-        h = (h * _F1) & _M
-        h ^= h >> s13
-        h = (h * _F2) & _M
-        h ^= h >> s16
-        out[i] = np.uint32(h)
+            h = _mix(h, np.uint64(w[i, j]))
+        out[i] = np.uint32(_finish(h, tail))
+    return out
+
+
+@numba.njit(cache=True)
+def _flow_hash_rows(
+    src: NDArray[np.int64], dst: NDArray[np.int64], key: NDArray[np.int64], seed: np.uint64
+) -> NDArray[np.uint32]:  # pragma: no cover - compiled
+    out = np.empty(src.size, dtype=np.uint32)
+    for i in range(src.size):
+        out[i] = np.uint32(flow_hash_jit(src[i], dst[i], key[i], seed))
     return out
 
 
@@ -119,4 +156,13 @@ def flow_hash(
     ...     struct.pack("<IIq", 3, 9, 42), 7, signed=False)
     True
     """
-    return murmur3_32(flow_key_words(src, dst, flow_key), seed)
+    s = np.ascontiguousarray(src, dtype=np.int64).reshape(-1)
+    d = np.ascontiguousarray(dst, dtype=np.int64).reshape(-1)
+    k = np.ascontiguousarray(flow_key, dtype=np.int64).reshape(-1)
+    s, d, k = np.broadcast_arrays(s, d, k)
+    return _flow_hash_rows(
+        np.ascontiguousarray(s),
+        np.ascontiguousarray(d),
+        np.ascontiguousarray(k),
+        np.uint64(int(seed) & 0xFFFFFFFF),
+    )

@@ -19,6 +19,10 @@ Policies (LumosCore §4.4 and §6.5, Fig. 25; vClos §5.2):
   earlier in the same call (:func:`probe_ports`); ties are broken by the flow hash.
 * ``ideal``: no routing at all (a contention-free route of the two NIC links).
 
+:class:`~lumoscore.fabric.clos.ClosFabric` routes with a compiled per-flow equivalent of these
+policies (one pass over the flows, all tiers); the functions here are the whole-call, tier by
+tier formulation it is tested against.
+
 Examples
 --------
 >>> import numpy as np

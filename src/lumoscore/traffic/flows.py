@@ -109,6 +109,17 @@ class Flows:
         return cls(s.copy(), d.copy(), b.copy(), w.copy())
 
     @classmethod
+    def _unchecked(cls, src: IntArray, dst: IntArray, size: FloatArray, weight: IntArray) -> Flows:
+        """Flows from 1-D int64, int64, float64, int64 columns of equal length, taken as they
+        are (no conversion or check: for generators that build them so)."""
+        out = object.__new__(cls)
+        object.__setattr__(out, "src", src)
+        object.__setattr__(out, "dst", dst)
+        object.__setattr__(out, "bytes", size)
+        object.__setattr__(out, "weight", weight)
+        return out
+
+    @classmethod
     def empty(cls) -> Flows:
         """No flows.
 

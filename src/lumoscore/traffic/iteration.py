@@ -68,15 +68,17 @@ True
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Literal
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.topology.cluster import ClusterSpec
 from lumoscore.traffic.collectives import halving_doubling, pairwise_all_to_all
-from lumoscore.traffic.flows import Flows, Round, Schedule, aggregate, ideal_round_s
+from lumoscore.traffic.flows import Flows, Round, Schedule
 from lumoscore.workload.job import REFERENCE_PORT_GBPS, Job
 
 __all__ = ["class_times_s", "iteration_flows", "rank_grid"]
@@ -84,6 +86,10 @@ __all__ = ["class_times_s", "iteration_flows", "rank_grid"]
 IntArray = NDArray[np.int64]
 AggregateKey = Literal["leaf", "server", "gpu"]
 EpPattern = Literal["all-pairs", "one-stage"]
+#: Order of the classes in a round's tag.
+_CLASS_ORDER = ("dp", "ep", "pp")
+#: One class's unit-size flows in a round: (class, src, dst, sizes or None for all ones).
+_Part = tuple[str, IntArray, IntArray, NDArray[np.float64] | None]
 
 
 def rank_grid(job: Job, gpus: ArrayLike) -> IntArray:
@@ -103,7 +109,8 @@ def rank_grid(job: Job, gpus: ArrayLike) -> IntArray:
     arr = arr.astype(np.int64, copy=False).reshape(-1)
     if arr.shape[0] != job.gpus:
         raise ConfigError(f"job {job.job_id}: got {arr.shape[0]} GPUs, the job needs {job.gpus}")
-    if np.unique(arr).shape[0] != arr.shape[0]:
+    ids = np.sort(arr)
+    if ids.size > 1 and (ids[1:] == ids[:-1]).any():
         raise ConfigError(f"job {job.job_id}: gpus must be distinct")
     return arr.reshape(job.pp, job.dp, job.tp)
 
@@ -131,30 +138,10 @@ def class_times_s(job: Job) -> dict[str, float]:
     }
 
 
-def _network(src: IntArray, dst: IntArray, gps: int) -> tuple[IntArray, IntArray]:
-    keep = (src // gps) != (dst // gps)
-    return src[keep], dst[keep]
-
-
-def _dp_pattern(job: Job, stage: IntArray) -> tuple[IntArray, IntArray, NDArray[np.float64]]:
-    """Unit-size DP flows of one stage (``stage`` has shape (dp, tp))."""
-    rails = stage.T  # (tp, dp): one row per rail
-    if job.collective in ("ring", "hierarchical-ring"):
-        odd = (np.arange(job.tp) % 2 == 1)[:, None]
-        dst = np.where(odd, np.roll(rails, 1, axis=1), np.roll(rails, -1, axis=1))
-        src = rails.reshape(-1)
-        dst = dst.reshape(-1)
-        return src, dst, np.ones(src.shape[0])
-    if job.collective == "halving-doubling":
-        f = halving_doubling(rails, 1.0).merged()
-    else:  # "all-to-all"
-        f = pairwise_all_to_all(rails, 1.0).merged()
-    return f.src, f.dst, f.bytes
-
-
 def _ep_pattern(
     job: Job, gpus: IntArray, pattern: EpPattern
-) -> tuple[IntArray, IntArray, NDArray[np.float64]]:
+) -> tuple[IntArray, IntArray, NDArray[np.float64] | None]:
+    """Unit-size expert flows (``None`` sizes mean all ones)."""
     ep = min(job.ep, job.gpus)
     if job.gpus % ep:
         raise PreconditionError(
@@ -165,7 +152,7 @@ def _ep_pattern(
     if pattern == "one-stage":
         src = groups.reshape(-1)
         dst = np.roll(groups, -job.tp, axis=1).reshape(-1)
-        return src, dst, np.ones(src.shape[0])
+        return src, dst, None
     if pattern != "all-pairs":
         raise ConfigError(f"ep_pattern must be 'all-pairs' or 'one-stage', got {pattern!r}")
     n = ep
@@ -176,7 +163,7 @@ def _ep_pattern(
     dst_pos = (pos[None, :] + offs[:, None]) % n  # (n-1, n)
     src = np.broadcast_to(groups[:, None, :], (g, n - 1, n)).reshape(-1)
     dst = groups[:, dst_pos].reshape(-1)
-    return src, dst, np.ones(src.shape[0])
+    return src, dst, None
 
 
 def iteration_flows(
@@ -242,25 +229,28 @@ def iteration_flows(
     pp, dp = job.pp, job.dp
     has_ep = job.ep > job.tp
 
-    # (tag, [(class, src, dst, unit_bytes)]) per round, in the research simulator's order
-    plan: list[list[tuple[str, IntArray, IntArray, NDArray[np.float64]]]] = []
-    for s in range(pp - 1):
-        a, b = grid[s].reshape(-1), grid[s + 1].reshape(-1)
-        plan.append([("pp", a, b, np.ones(a.shape[0]))])
+    # Every class's unit-size flows, built for all stages at once (views of small arrays).
+    stage_rows = grid.reshape(pp, -1)
+    dp_parts = _dp_patterns(job, grid) if dp > 1 else []
 
-    def back_round(s: int) -> list[tuple[str, IntArray, IntArray, NDArray[np.float64]]]:
-        parts = []
+    # parts per round, in the research simulator's order
+    plan: list[list[_Part]] = [
+        [("pp", stage_rows[s], stage_rows[s + 1], None)] for s in range(pp - 1)
+    ]
+
+    def back_round(s: int) -> list[_Part]:
+        parts: list[_Part] = []
         if dp > 1:
-            parts.append(("dp", *_dp_pattern(job, grid[s])))
+            parts.append(("dp", *dp_parts[s]))
         if s >= 1:
-            a, b = grid[s].reshape(-1), grid[s - 1].reshape(-1)
-            parts.append(("pp", a, b, np.ones(a.shape[0])))
+            parts.append(("pp", stage_rows[s], stage_rows[s - 1], None))
         return parts
 
     for s in range(pp - 1, 1, -1):
         plan.append(back_round(s))
     if has_ep:
-        plan.append([("ep", *_ep_pattern(job, flat, ep_pattern))])
+        ep_src, ep_dst, ep_unit = _ep_pattern(job, flat, ep_pattern)
+        plan.append([("ep", ep_src, ep_dst, ep_unit)])
     if pp >= 2:
         plan.append(back_round(1))
     if dp > 1:
@@ -270,35 +260,262 @@ def iteration_flows(
     if not plan:
         return Schedule((Round(Flows.empty(), job.iteration_s, "compute", 0.0),))
     compute_each = job.compute_s / len(plan)
+
+    # One compiled pass over all rounds: drop intra-server flows, size each class to its
+    # exposed time, the round's ideal time, and (optionally) the aggregation.
+    parts = [part for rnd in plan for part in rnd]
+    part_ptr = np.fromiter(
+        accumulate((part[1].shape[0] for part in parts), initial=0), np.int64, len(parts) + 1
+    )
+    unit = np.ones(int(part_ptr[-1]))
+    for i, part in enumerate(parts):
+        if part[3] is not None:
+            unit[part_ptr[i] : part_ptr[i + 1]] = part[3]
+    round_ptr = np.fromiter(
+        accumulate((len(rnd) for rnd in plan), initial=0), np.int64, len(plan) + 1
+    )
+    per_node = {"leaf": spec.k_leaf, "server": gps, "gpu": 1}[key]
+    out_src, out_dst, out_bytes, out_weight, out_ptr, ideal = _size_rounds(
+        np.concatenate([part[1] for part in parts]),
+        np.concatenate([part[2] for part in parts]),
+        unit,
+        part_ptr,
+        np.array([times[part[0]] for part in parts], dtype=np.float64),
+        round_ptr,
+        gps,
+        float(port_gbps),
+        per_node if aggregate else 0,
+        spec.gpus,
+    )
+    bounds = out_ptr.tolist()
+    ideals = ideal.tolist()
+    kinds: dict[tuple[str, ...], tuple[str, float]] = {}  # classes -> (tag, exposed time)
     rounds: list[Round] = []
-    for parts in plan:
-        pieces: list[Flows] = []
-        budget = 0.0
-        for cls, src, dst, unit in parts:
-            target = times[cls]
-            budget += target
-            keep = (src // gps) != (dst // gps)
-            src, dst, unit = src[keep], dst[keep], unit[keep]
-            if target <= 0.0 or src.shape[0] == 0:
-                continue
-            f = Flows(src, dst, unit, np.ones(src.shape[0], np.int64))
-            t_unit = ideal_round_s(f, port_gbps)
-            pieces.append(f.scaled(target / t_unit))
-        flows = Flows.concat(pieces)
-        ideal = ideal_round_s(flows, port_gbps)
-        tag = "+".join(sorted({c for c, *_ in parts}, key=["dp", "ep", "pp"].index))
-        if aggregate and len(flows):
-            if key == "leaf":
-                flows = _aggregate(flows, spec.k_leaf)
-            elif key == "server":
-                flows = _aggregate(flows, gps)
-            else:
-                flows = _aggregate(flows, 1)
-        rounds.append(Round(flows, compute_each + max(budget - ideal, 0.0), tag, ideal))
+    for r, rnd in enumerate(plan):
+        classes = tuple(part[0] for part in rnd)
+        kind = kinds.get(classes)
+        if kind is None:
+            budget = 0.0
+            for cls in classes:
+                budget += times[cls]
+            tag = "+".join(sorted(set(classes), key=_CLASS_ORDER.index))
+            kind = kinds[classes] = (tag, budget)
+        lo, hi = bounds[r], bounds[r + 1]
+        flows = Flows._unchecked(
+            out_src[lo:hi], out_dst[lo:hi], out_bytes[lo:hi], out_weight[lo:hi]
+        )
+        tag, budget = kind
+        rounds.append(Round(flows, compute_each + max(budget - ideals[r], 0.0), tag, ideals[r]))
     return Schedule(tuple(rounds))
 
 
-def _aggregate(flows: Flows, per_node: int) -> Flows:
-    if per_node == 1:
-        return aggregate(flows)
-    return aggregate(flows, key=lambda g: g // per_node)
+@numba.njit(cache=True)
+def _size_rounds(
+    src: IntArray,
+    dst: IntArray,
+    unit: NDArray[np.float64],
+    part_ptr: IntArray,
+    target_s: NDArray[np.float64],
+    round_ptr: IntArray,
+    gps: int,
+    port_gbps: float,
+    per_node: int,
+    n_gpus: int,
+) -> tuple[
+    IntArray, IntArray, NDArray[np.float64], IntArray, IntArray, NDArray[np.float64]
+]:  # pragma: no cover - compiled
+    """Every round's network flows, sized, with the round's ideal time (compiled).
+
+    Part ``p`` holds rows ``part_ptr[p]:part_ptr[p+1]`` of unit-size flows of one class, to
+    last ``target_s[p]`` alone on the ideal network; round ``r`` is parts
+    ``round_ptr[r]:round_ptr[r+1]``. Intra-server rows are dropped; each part (with a
+    positive target and rows left) is scaled by ``target / ideal_round_s(part)``; the round's
+    ideal time is :func:`ideal_round_s` of its parts together. ``per_node > 0`` aggregates
+    each round's rows by ``(g // per_node)`` node ids as :func:`aggregate` does (sorted by
+    ``(src, dst, bytes)``, equal rows merged). Sums run in row order, as ``np.bincount``
+    does, so every value is bit-identical to the NumPy formulation. Returns the rows of all
+    rounds (``out_ptr`` delimits them) and each round's ideal time.
+    """
+    n_rows = src.size
+    n_rounds = round_ptr.size - 1
+    denom = port_gbps * 1e9
+    sent = np.zeros(n_gpus)
+    recv = np.zeros(n_gpus)
+    buf_src = np.empty(n_rows, np.int64)
+    buf_dst = np.empty(n_rows, np.int64)
+    buf_bytes = np.empty(n_rows)
+    out_src = np.empty(n_rows, np.int64)
+    out_dst = np.empty(n_rows, np.int64)
+    out_bytes = np.empty(n_rows)
+    out_weight = np.empty(n_rows, np.int64)
+    out_ptr = np.zeros(n_rounds + 1, np.int64)
+    ideal = np.zeros(n_rounds)
+    m = 0  # rows written to out
+    for r in range(n_rounds):
+        n = 0  # rows of this round in buf
+        for p in range(round_ptr[r], round_ptr[r + 1]):
+            lo, hi = part_ptr[p], part_ptr[p + 1]
+            first = n
+            for i in range(lo, hi):
+                if src[i] // gps != dst[i] // gps:
+                    buf_src[n] = src[i]
+                    buf_dst[n] = dst[i]
+                    buf_bytes[n] = unit[i]
+                    n += 1
+            target = target_s[p]
+            if target <= 0.0 or n == first:
+                n = first  # the part adds nothing
+                continue
+            peak = _peak_load(buf_src, buf_dst, buf_bytes, first, n, sent, recv)
+            factor = target / (peak * 8.0 / denom)
+            for i in range(first, n):
+                buf_bytes[i] = buf_bytes[i] * factor
+        if n > 0:
+            ideal[r] = _peak_load(buf_src, buf_dst, buf_bytes, 0, n, sent, recv) * 8.0 / denom
+        if per_node == 0 or n == 0:
+            for i in range(n):
+                out_src[m + i] = buf_src[i]
+                out_dst[m + i] = buf_dst[i]
+                out_bytes[m + i] = buf_bytes[i]
+                out_weight[m + i] = 1
+            m += n
+        else:
+            if per_node == 1:
+                node_src, node_dst = buf_src[:n], buf_dst[:n]
+            else:
+                node_src, node_dst = buf_src[:n] // per_node, buf_dst[:n] // per_node
+            order = _lex_order(node_src, node_dst, buf_bytes[:n])
+            for j in range(n):
+                i = order[j]
+                if (
+                    j == 0
+                    or node_src[i] != out_src[m - 1]
+                    or node_dst[i] != out_dst[m - 1]
+                    or buf_bytes[i] != out_bytes[m - 1]
+                ):
+                    out_src[m] = node_src[i]
+                    out_dst[m] = node_dst[i]
+                    out_bytes[m] = buf_bytes[i]
+                    out_weight[m] = 1
+                    m += 1
+                else:
+                    out_weight[m - 1] += 1
+        out_ptr[r + 1] = m
+    return out_src, out_dst, out_bytes, out_weight, out_ptr, ideal
+
+
+@numba.njit(cache=True)
+def _lex_order(
+    src: IntArray, dst: IntArray, size: NDArray[np.float64]
+) -> IntArray:  # pragma: no cover - compiled
+    """Rows in ``(src, dst, size)`` order (``np.lexsort((size, dst, src))`` up to the order
+    of equal rows, which the caller merges): a counting sort by ``src`` (small ids), then
+    each source's rows sorted by ``(dst, size)`` (insertion sort, heap sort when long).
+    Hand-written rather than ``np.argsort``, which takes Numba many seconds to compile."""
+    n = src.size
+    lo, hi = src.min(), src.max()
+    starts = np.zeros(hi - lo + 2, np.int64)
+    for i in range(n):
+        starts[src[i] - lo + 1] += 1
+    for v in range(1, hi - lo + 2):
+        starts[v] += starts[v - 1]
+    fill = starts[:-1].copy()
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        v = src[i] - lo
+        order[fill[v]] = i
+        fill[v] += 1
+    for v in range(hi - lo + 1):
+        a, e = starts[v], starts[v + 1]
+        if e - a > 32:
+            _heap_sort(order, a, e, dst, size)
+            continue
+        for j in range(a + 1, e):  # stable insertion sort of a short run
+            x = order[j]
+            k = j - 1
+            while k >= a and (
+                dst[order[k]] > dst[x] or (dst[order[k]] == dst[x] and size[order[k]] > size[x])
+            ):
+                order[k + 1] = order[k]
+                k -= 1
+            order[k + 1] = x
+    return order
+
+
+@numba.njit(cache=True)
+def _heap_sort(
+    order: IntArray, a: int, e: int, dst: IntArray, size: NDArray[np.float64]
+) -> None:  # pragma: no cover - compiled
+    """Sort ``order[a:e]`` by ``(dst, size)`` of the rows it names (in place, not stable)."""
+    n = e - a
+    for start in range(n // 2 - 1, -1, -1):
+        _sift_down(order, a, start, n, dst, size)
+    for end in range(n - 1, 0, -1):
+        order[a], order[a + end] = order[a + end], order[a]
+        _sift_down(order, a, 0, end, dst, size)
+
+
+@numba.njit(cache=True)
+def _sift_down(
+    order: IntArray, a: int, root: int, n: int, dst: IntArray, size: NDArray[np.float64]
+) -> None:  # pragma: no cover - compiled
+    """Restore the max-heap ``order[a:a+n]`` (key ``(dst, size)``) below ``root``."""
+    while True:
+        child = 2 * root + 1
+        if child >= n:
+            return
+        i, j = order[a + child], order[a + child + 1] if child + 1 < n else -1
+        if j >= 0 and (dst[i] < dst[j] or (dst[i] == dst[j] and size[i] < size[j])):
+            child += 1
+            i = j
+        r = order[a + root]
+        if not (dst[r] < dst[i] or (dst[r] == dst[i] and size[r] < size[i])):
+            return
+        order[a + root], order[a + child] = i, r
+        root = child
+
+
+@numba.njit(cache=True)
+def _peak_load(
+    src: IntArray,
+    dst: IntArray,
+    size: NDArray[np.float64],
+    lo: int,
+    hi: int,
+    sent: NDArray[np.float64],
+    recv: NDArray[np.float64],
+) -> float:  # pragma: no cover - compiled
+    """Most bytes one NIC sends or receives over rows ``lo:hi`` (``sent``/``recv`` are zero
+    scratch arrays, left zero)."""
+    for i in range(lo, hi):
+        sent[src[i]] += size[i]
+        recv[dst[i]] += size[i]
+    peak = 0.0
+    for i in range(lo, hi):
+        peak = max(peak, sent[src[i]], recv[dst[i]])
+    for i in range(lo, hi):
+        sent[src[i]] = 0.0
+        recv[dst[i]] = 0.0
+    return peak
+
+
+def _dp_patterns(
+    job: Job, grid: IntArray
+) -> list[tuple[IntArray, IntArray, NDArray[np.float64] | None]]:
+    """Unit-size DP flows of every stage (``grid`` has shape (pp, dp, tp)); ``None`` sizes
+    mean all ones."""
+    rails = grid.transpose(0, 2, 1)  # (pp, tp, dp): one row per rail
+    if job.collective in ("ring", "hierarchical-ring"):
+        odd = (np.arange(job.tp) % 2 == 1)[None, :, None]
+        dst = np.where(odd, np.roll(rails, 1, axis=2), np.roll(rails, -1, axis=2))
+        src = rails.reshape(job.pp, -1)
+        dst = dst.reshape(job.pp, -1)
+        return [(src[s], dst[s], None) for s in range(job.pp)]
+    out: list[tuple[IntArray, IntArray, NDArray[np.float64] | None]] = []
+    for s in range(job.pp):
+        if job.collective == "halving-doubling":
+            f = halving_doubling(rails[s], 1.0).merged()
+        else:  # "all-to-all"
+            f = pairwise_all_to_all(rails[s], 1.0).merged()
+        out.append((f.src, f.dst, f.bytes))
+    return out
