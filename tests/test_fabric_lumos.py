@@ -10,7 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lumoscore.errors import ConfigError, PreconditionError
-from lumoscore.fabric import LumosCoreFabric, NoCircuitError, make_fabric
+from lumoscore.fabric import FabricChange, LumosCoreFabric, NoCircuitError, make_fabric
 from lumoscore.fabric.lumos import LUMOS_ROUTING_MODES
 from lumoscore.fabric.presets import LUMOSCORE_PRESETS
 from lumoscore.sim import Simulator
@@ -335,6 +335,7 @@ TAU1 = ClusterSpec(pods=16, k_leaf=8, k_spine=8, tau=1, gpus_per_server=8, ocs_p
 
 @settings(max_examples=12, deadline=None)
 @example(seed=2, policy="relaxed", routing="planned", tau1=True)  # failed before the fix
+@example(seed=264, policy="relaxed", routing="planned", tau1=False)  # re-routes a running job
 @given(
     seed=st.integers(0, 2**16),
     policy=st.sampled_from(["locality", "relaxed"]),
@@ -352,19 +353,31 @@ def test_every_admitted_job_has_routes_over_live_links(
     fab = LumosCoreFabric(spec, policy=policy, routing=routing, reconfig_delay_s=0.0)
     rng = np.random.default_rng(seed)
     running: list[int] = []
+    placed: dict[int, tuple[Job, np.ndarray]] = {}
+
+    def routed_live(job: Job, gpus: np.ndarray) -> None:
+        for rp in build_plan(job, gpus, fab).rounds:
+            assert (fab.capacity_bps[rp.indices] > 0).all()
+
+    def apply(change: FabricChange) -> None:
+        fab.apply(change)
+        for jid in change.reroute:  # as the simulator does: forget the routes, route again
+            fab.forget_routes(jid)
+            routed_live(*placed[jid])
+
     for j in generate_trace("lumoscore-paper", 40, seed=seed, cluster_gpus=spec.gpus).jobs:
         while running and rng.random() < 0.3:
-            fab.apply(fab.release(running.pop(int(rng.integers(len(running))))))
+            apply(fab.release(running.pop(int(rng.integers(len(running))))))
         gpus = fab.place(j)
         if gpus is None:
             if running:
-                fab.apply(fab.release(running.pop(0)))
+                apply(fab.release(running.pop(0)))
             continue
-        fab.apply(fab.admit(j.job_id, gpus))
+        apply(fab.admit(j.job_id, gpus))
         running.append(j.job_id)
-        for rp in build_plan(j, gpus, fab).rounds:
-            assert (fab.capacity_bps[rp.indices] > 0).all()
-        for links in fab._job_ocs.values():  # earlier jobs' fixed routes stay alive
+        placed[j.job_id] = (j, gpus)
+        routed_live(j, gpus)
+        for links in fab._job_ocs.values():  # every running job's routes stay alive
             assert (fab.capacity_bps[links] > 0).all()
     if not tau1:  # Theorem 4.1: C fits the ports, so every demanded pod pair has a circuit
         assert fab.stats["two_hop_flows"] == 0
