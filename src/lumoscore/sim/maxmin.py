@@ -330,19 +330,25 @@ def _transpose(
 def _compact(
     f_idx: NDArray[np.int64], capacity: FloatArray
 ) -> tuple[NDArray[np.int64], FloatArray]:  # pragma: no cover - compiled
-    """Renumber the links that flows use as 0..m-1 (progressive filling scans links per level,
-    so a round that touches few of a large fabric's links must not pay for the others)."""
-    remap = np.full(capacity.size, -1, dtype=np.int64)
+    """Renumber the links that flows use as 0..m-1 in order of first use (progressive filling
+    scans links per level, so a round that touches few of a large fabric's links must not pay
+    for the others). O(route entries): the fabric-sized map is left uninitialised and an
+    entry counts only where it points back to its link (a sparse set), so a round on a
+    fabric of millions of links does not clear millions of entries."""
+    remap = np.empty(capacity.size, dtype=np.int64)
+    glob = np.empty(f_idx.size, dtype=np.int64)
     c_idx = np.empty(f_idx.size, dtype=np.int64)
     m = 0
     for k in range(f_idx.size):
         l = f_idx[k]
-        if remap[l] < 0:
+        r = remap[l]
+        if r < 0 or r >= m or glob[r] != l:
+            r = m
             remap[l] = m
+            glob[m] = l
             m += 1
-        c_idx[k] = remap[l]
+        c_idx[k] = r
     c_cap = np.empty(m)
-    for l in range(capacity.size):
-        if remap[l] >= 0:
-            c_cap[remap[l]] = capacity[l]
+    for r in range(m):
+        c_cap[r] = capacity[glob[r]]
     return c_idx, c_cap
