@@ -463,15 +463,16 @@ def _refill_suffix(
 def _enlist(
     S: IntArray, ns: int, rmark: IntArray, stamp: int, g: int, limit: int
 ) -> tuple[IntArray, int]:  # pragma: no cover - compiled
-    """Put row ``g`` into the refill set ``S`` (``ns`` rows so far, marked with ``stamp``;
-    ``S`` grows by doubling up to ``limit`` rows): ``S`` and the new count, -1 when full."""
+    """Put row ``g`` into the refill set ``S`` (``ns`` rows so far; ``S`` grows by doubling up
+    to ``limit`` rows): ``S`` and the new count, -1 when full. The row is marked ``-stamp``
+    (enlisted, not yet refilled: its rate is stale) until its refill marks it ``stamp``."""
     if ns == S.size:
         if ns >= limit:
             return S, -1
         bigger = np.empty(min(2 * ns, limit), dtype=np.int64)
         bigger[:ns] = S
         S = bigger
-    rmark[g] = stamp
+    rmark[g] = -stamp
     S[ns] = g
     return S, ns + 1
 
@@ -522,9 +523,7 @@ def _to_refill(
     stamp = meta[M_STAMP]
     nnz = 0
     for i in range(lo, ns):
-        g = S[i]
-        rmark[g] = -stamp  # N, for the scan below
-        nnz += f_ptr[g + 1] - f_ptr[g]
+        nnz += f_ptr[S[i] + 1] - f_ptr[S[i]]  # (N is marked -stamp: not refilled yet)
     links = np.empty(nnz, dtype=np.int64)
     w_new = np.zeros(nnz)  # per link: N's weight and N's old load
     old = np.zeros(nnz)
@@ -565,7 +564,6 @@ def _to_refill(
             rows[k] = S[i]
             k += 1
     for i in range(lo, ns):
-        rmark[S[i]] = stamp
         rows[k] = S[i]
         k += 1
     return rows[:k]
@@ -650,6 +648,8 @@ def _closure(
                 rows = _to_refill(
                     f_ptr, c_idx, cap, weight, alive, st, lhead, lnext, lrow, S, ns - added, ns
                 )
+            for i in range(ns - added, ns):
+                rmark[S[i]] = stamp
             rl = _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, 1.0)
             for q in rl:
                 n_sl = _enlist_link(sl, n_sl, smark, stamp, q)
@@ -668,7 +668,7 @@ def _closure(
                 while z >= 0:
                     g = lrow[z]
                     z = lnext[z]
-                    if alive[g] and rmark[g] != stamp:
+                    if alive[g] and rmark[g] != stamp and rmark[g] != -stamp:
                         S, ns = _enlist(S, ns, rmark, stamp, g, limit)
                         if ns < 0:
                             return False
@@ -684,10 +684,11 @@ def _closure(
                 nxt = lnext[z]
                 if alive[g]:
                     r = rate[g]
-                    if r > top:
-                        top = r
-                    if rmark[g] == stamp and bott[g] == q and r > s_lev:
-                        s_lev = r
+                    if rmark[g] != -stamp:  # (rows waiting for their refill: stale rates)
+                        if r > top:
+                            top = r
+                        if rmark[g] == stamp and bott[g] == q and r > s_lev:
+                            s_lev = r
                     prev = z
                 elif prev < 0:
                     lhead[q] = nxt
@@ -698,7 +699,7 @@ def _closure(
             while z >= 0:
                 g = lrow[z]
                 z = lnext[z]
-                if not alive[g] or rmark[g] == stamp:
+                if not alive[g] or rmark[g] == stamp or rmark[g] == -stamp:
                     continue
                 r = rate[g]
                 broken = bott[g] == q and (not saturated or r < top * (1.0 - CERT_RTOL))
