@@ -78,7 +78,6 @@ from numpy.typing import NDArray
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.fabric.base import Fabric, FabricChange, IntArray, Routes, check_positive
 from lumoscore.fabric.hashing import flow_hash
-from lumoscore.fabric.routing import rank_within_groups
 from lumoscore.placement import ClusterState, admit, finish
 from lumoscore.toe import PortModel
 from lumoscore.topology import ClusterSpec, build_wiring
@@ -124,6 +123,31 @@ def _split_rows(lookup: tuple[IntArray, IntArray], a: IntArray, b: IntArray, n: 
         hit = keys[pos] == q
         out[hit] = vals[pos[hit]]
     return out.reshape(-1, H)
+
+
+def _rank_and_count(groups: IntArray) -> tuple[IntArray, IntArray]:
+    """For each element, how many earlier elements share its group and the group's size
+    (the rank is :func:`lumoscore.fabric.routing.rank_within_groups`; one stable sort).
+
+    Examples
+    --------
+    >>> r, c = _rank_and_count(np.array([4, 2, 4, 4, 2]))
+    >>> r.tolist(), c.tolist()
+    ([0, 0, 1, 2, 1], [3, 2, 3, 3, 2])
+    """
+    n = groups.size
+    order = np.argsort(groups, kind="stable")
+    sg = groups[order]
+    start = np.ones(n + 1, bool)  # start of each group, and a sentinel after the last
+    np.not_equal(sg[1:], sg[:-1], out=start[1:n])
+    bounds = np.flatnonzero(start)
+    first = bounds[:-1]
+    size = bounds[1:] - first
+    rank = np.empty(n, np.int64)
+    count = np.empty(n, np.int64)
+    rank[order] = np.arange(n) - np.repeat(first, size)
+    count[order] = np.repeat(size, size)
+    return rank, count
 
 
 def _spread(weights: IntArray, rank: IntArray) -> IntArray:
@@ -239,7 +263,11 @@ class LumosCoreFabric(Fabric):
         self.shared_links: dict[int, int] = {}
         self._job_lookup: dict[int, tuple[IntArray, IntArray]] = {}
         self._job_split: dict[int, tuple[IntArray, IntArray, IntArray, IntArray]] = {}
-        self._job_ocs: dict[int, IntArray] = {}
+        self._job_ocs_new: dict[int, list[IntArray]] = {}  # OCS links routed, not merged yet
+        self._job_ocs_seen: dict[int, IntArray] = {}  # OCS links routed, merged (_job_ocs)
+        #: ``(job_id, logical topology, link capacity, (up, down))`` of the last
+        #: :meth:`_free_units` call (the rounds of one job's plan all see the same state)
+        self._free_cache: tuple[int, Any, IntArray, tuple[IntArray, IntArray]] | None = None
         self._hash_seed = int(np.random.default_rng(seed).integers(0, 2**32, dtype=np.uint64))
         self.stats = {
             "admissions": 0,
@@ -312,13 +340,16 @@ class LumosCoreFabric(Fabric):
         new = self.ocs_circuits().reshape(-1) * self.spec.port_bps
         old = self.capacity_bps[self.off_ocs :]
         diff = np.flatnonzero(new != old)
-        lost = self.off_ocs + diff[new[diff] == 0]
+        lost = diff[new[diff] == 0]
         # running jobs whose routes cross a circuit that goes away are routed again
-        reroute = (
-            tuple(sorted(j for j, used in self._job_ocs.items() if np.isin(used, lost).any()))
-            if lost.size
-            else ()
-        )
+        reroute: tuple[int, ...] = ()
+        if lost.size:
+            gone = np.zeros(new.size, bool)
+            gone[lost] = True
+            off = self.off_ocs
+            reroute = tuple(
+                sorted(j for j, used in self._job_ocs.items() if gone[used - off].any())
+            )
         self.stats["rerouted_jobs"] += len(reroute)
         return FabricChange(
             delay_s=delay_s,
@@ -334,7 +365,8 @@ class LumosCoreFabric(Fabric):
         split = self._own_split(job_id)
         self._job_split[job_id] = split
         self._job_lookup[job_id] = _split_lookup(split, self._n, self._H)
-        self._job_ocs.pop(job_id, None)
+        self._forget_ocs(job_id)
+        self._free_cache = None
 
     def place(self, job: Job) -> IntArray | None:
         """Admit ``job`` (placement, logical topology, OCS configuration); its GPUs in rank
@@ -360,6 +392,7 @@ class LumosCoreFabric(Fabric):
         rewired = int(adm.rewired_circuits)
         self.stats["rewired_circuits"] += rewired
         split = self._own_split(job.job_id)
+        self._free_cache = None
         self._job_split[job.job_id] = split
         self._job_lookup[job.job_id] = _split_lookup(split, self._n, self._H)
         change = self._ocs_change(
@@ -383,7 +416,8 @@ class LumosCoreFabric(Fabric):
         self._pending.pop(job_id, None)
         self._job_lookup.pop(job_id, None)
         self._job_split.pop(job_id, None)
-        self._job_ocs.pop(job_id, None)
+        self._forget_ocs(job_id)
+        self._free_cache = None
         finish(self.state, job_id, wiring=self._toe_wiring, solver=self.solver)
         change = self._ocs_change(0.0, f"release job {job_id}")
         if not change.empty:
@@ -425,49 +459,86 @@ class LumosCoreFabric(Fabric):
             return Routes.from_columns(src, G + dst)
         a = src // spec.k_leaf  # leaf of each GPU (endpoints checked above)
         b = dst // spec.k_leaf
-        pa, pb = a // spec.leaves_per_pod, b // spec.leaves_per_pod
+        lpp = spec.leaves_per_pod
+        pa, pb = a // lpp, b // lpp
         same_leaf = a == b
-        intra = (pa == pb) & ~same_leaf
         cross = pa != pb
-        h = np.zeros(F, np.int64)
+        intra = ~cross & ~same_leaf
         pair = a * n + b
-        rank = rank_within_groups(np.where(same_leaf, -1, pair))
+        rank, count = _rank_and_count(np.where(same_leaf, -1, pair))
         hashes = self._hash(src, dst, flow_key) if self.routing == "ecmp" else None
-        if intra.any():
-            idx = np.flatnonzero(intra)
+        h = np.zeros(F, np.int64)
+        n_intra = int(np.count_nonzero(intra))
+        if n_intra:
+            idx = slice(None) if n_intra == F else np.flatnonzero(intra)
             if hashes is not None:
                 h[idx] = (hashes[idx] % np.uint32(H)).astype(np.int64)
             else:
-                h[idx] = self._intra_spines(a[idx], b[idx], rank[idx], job_id)
-        via = np.full(F, -1, np.int64)  # intermediate pod of a two-hop cross-pod route
-        if cross.any():
-            idx = np.flatnonzero(cross)
-            h[idx], via[idx] = self._cross_spines(
+                h[idx] = self._intra_spines(a[idx], b[idx], rank[idx], count[idx], job_id)
+        via = None  # intermediate pod of each two-hop cross-pod route (-1: direct)
+        n_cross = int(np.count_nonzero(cross))
+        if n_cross:
+            idx = slice(None) if n_cross == F else np.flatnonzero(cross)
+            h[idx], v = self._cross_spines(
                 a[idx], b[idx], pa[idx], pb[idx], rank[idx],
                 None if hashes is None else hashes[idx], job_id,
             )  # fmt: skip
-        two = via >= 0
-        hops = np.where(same_leaf, 2, np.where(intra, 4, np.where(two, 6, 5)))
-        mat = np.empty((F, 6), np.int64)
-        mat[:, 0] = src
+            if (v >= 0).any():
+                via = np.full(F, -1, np.int64)
+                via[idx] = v
         up = self.off_leaf_up + a * H + h
         down = self.off_leaf_down + b * H + h
-        ocs = self.ocs_link(h, pa, np.where(two, via, pb))
-        ocs2 = self.ocs_link(h, np.maximum(via, 0), pb)
-        mat[:, 1] = np.where(same_leaf, G + dst, up)
-        mat[:, 2] = np.where(intra, down, ocs)
-        mat[:, 3] = np.where(intra, G + dst, np.where(two, ocs2, down))
-        mat[:, 4] = np.where(two, down, G + dst)
-        mat[:, 5] = G + dst
-        if cross.any():
-            used = np.unique(np.concatenate([ocs[cross], ocs2[two]]))
-            prev = self._job_ocs.get(job_id)
-            self._job_ocs[job_id] = used if prev is None else np.union1d(prev, used)
+        gd = G + dst
+        if via is None:  # every cross-pod flow direct: 2, 4 or 5 hops
+            ocs = self.ocs_link(h, pa, pb)
+            hops = np.where(same_leaf, 2, np.where(intra, 4, 5))
+            mat = np.empty((F, 5), np.int64)
+            mat[:, 0] = src
+            mat[:, 1] = np.where(same_leaf, gd, up)
+            mat[:, 2] = np.where(intra, down, ocs)
+            mat[:, 3] = np.where(intra, gd, down)
+            mat[:, 4] = gd
+            if n_cross:
+                self._note_ocs(job_id, ocs[cross])
+        else:
+            two = via >= 0
+            hops = np.where(same_leaf, 2, np.where(intra, 4, np.where(two, 6, 5)))
+            mat = np.empty((F, 6), np.int64)
+            mat[:, 0] = src
+            ocs = self.ocs_link(h, pa, np.where(two, via, pb))
+            ocs2 = self.ocs_link(h, np.maximum(via, 0), pb)
+            mat[:, 1] = np.where(same_leaf, gd, up)
+            mat[:, 2] = np.where(intra, down, ocs)
+            mat[:, 3] = np.where(intra, gd, np.where(two, ocs2, down))
+            mat[:, 4] = np.where(two, down, gd)
+            mat[:, 5] = gd
+            self._note_ocs(job_id, np.concatenate([ocs[cross], ocs2[two]]))
             self.stats["two_hop_flows"] += int(two.sum())
-        keep = np.arange(6) < hops[:, None]
         indptr = np.zeros(F + 1, np.int64)
         np.cumsum(hops, out=indptr[1:])
+        if F and via is None and (n_cross == F or n_intra == F):  # one hop count: no mask needed
+            return Routes(indptr, mat[:, : int(hops[0])].reshape(-1))
+        keep = np.arange(mat.shape[1]) < hops[:, None]
         return Routes(indptr, mat[keep])
+
+    def _note_ocs(self, job_id: int, links: IntArray) -> None:
+        """Record OCS links the job's routes cross (merged lazily, see :attr:`_job_ocs`)."""
+        self._job_ocs_new.setdefault(job_id, []).append(links)
+
+    @property
+    def _job_ocs(self) -> dict[int, IntArray]:
+        """OCS links (sorted, distinct) each job's current routes cross."""
+        for job_id, parts in self._job_ocs_new.items():
+            prev = self._job_ocs_seen.get(job_id)
+            if prev is not None:
+                parts = [prev, *parts]
+            self._job_ocs_seen[job_id] = np.unique(np.concatenate(parts))
+        self._job_ocs_new.clear()
+        return self._job_ocs_seen
+
+    def _forget_ocs(self, job_id: int) -> None:
+        self._job_ocs_new.pop(job_id, None)
+        self._job_ocs_seen.pop(job_id, None)
 
     def _own_split(self, job_id: int) -> tuple[IntArray, IntArray, IntArray, IntArray]:
         """The job's per-spine split as COO ``(a, b, h, value)``: the entries its admission
@@ -494,6 +565,9 @@ class LumosCoreFabric(Fabric):
         cap = self.state.link_capacity()
         if topo is None:
             return cap, cap
+        hit = self._free_cache
+        if hit is not None and hit[0] == job_id and hit[1] is topo and np.array_equal(hit[2], cap):
+            return hit[3]
         n, H = self._n, self._H
         own_up = np.zeros((n, H), np.int64)
         own_down = np.zeros((n, H), np.int64)
@@ -503,22 +577,24 @@ class LumosCoreFabric(Fabric):
         np.add.at(own_down, (b, h), v)
         up = np.maximum(cap - np.maximum(topo.leaf_up - own_up, 0), 0)
         down = np.maximum(cap - np.maximum(topo.leaf_down - own_down, 0), 0)
+        self._free_cache = (job_id, topo, cap, (up, down))
         return up, down
 
-    def _intra_spines(self, a: IntArray, b: IntArray, rank: IntArray, job_id: int) -> IntArray:
+    def _intra_spines(
+        self, a: IntArray, b: IntArray, rank: IntArray, count: IntArray, job_id: int
+    ) -> IntArray:
         """Planned intra-pod spines: the flows of leaf pair ``(a, b)`` take the leaf-spine links
         left free by the other jobs' cross-pod split (``min`` of the free links at both ends,
         every link when none is free) in turn, starting at an offset ``m_ab * ((b - a) mod leaves)``
-        (``m_ab`` flows of the pair in this call) so that an all-to-all or a ring between the
-        leaves of a pod is spread evenly at both the sending and the receiving leaves."""
+        (``m_ab`` flows of the pair in this call: ``count``) so that an all-to-all or a ring
+        between the leaves of a pod is spread evenly at both the sending and the receiving
+        leaves."""
         up, down = self._free_units(job_id)
         w = np.minimum(up[a], down[b])
         none = w.sum(axis=1) == 0
         w[none] = self.spec.tau
-        pair = a * self._n + b
-        _, inv, cnt = np.unique(pair, return_inverse=True, return_counts=True)
         lpp = self.spec.leaves_per_pod
-        offset = cnt[inv] * ((b - a) % lpp)
+        offset = count * ((b - a) % lpp)
         return _spread(w, rank + offset)
 
     def _cross_spines(

@@ -49,7 +49,7 @@ from numpy.typing import NDArray
 from lumoscore.decompose.flow import solve_bounded_flow
 from lumoscore.errors import ConfigError, SolverError
 from lumoscore.placement.state import ClusterState, DemandPart, Placement
-from lumoscore.traffic.demand import leaf_demand
+from lumoscore.traffic.demand import leaf_demand, research_pairs
 from lumoscore.traffic.iteration import class_times_s, iteration_flows, rank_grid
 from lumoscore.workload.job import Job
 
@@ -110,7 +110,9 @@ def _group_leaf_pairs(leaf: IntArray) -> tuple[IntArray, IntArray]:
     return a, b
 
 
-def _flow_pairs(job: Job, placement: Placement, state: ClusterState) -> IntArray:
+def _flow_pairs(
+    job: Job, placement: Placement, state: ClusterState, grid: IntArray | None = None
+) -> IntArray:
     """Codes ``min(a, b) * leaves + max(a, b)`` of the cross-pod leaf pairs the job's flows
     use (every round of :func:`~lumoscore.traffic.iteration.iteration_flows`, as the simulator
     routes them: expert all-pairs included).
@@ -119,13 +121,16 @@ def _flow_pairs(job: Job, placement: Placement, state: ClusterState) -> IntArray
     neighbouring stages, the data-parallel rings of every stage (``ring`` and
     ``hierarchical-ring``: a rail's ring joins neighbouring DP ranks whichever way it turns),
     every pair of leaves of an expert group (all-pairs); a class whose exposed time is 0 sends
-    nothing. Other collectives take the flows of the schedule.
+    nothing. Other collectives take the flows of the schedule. ``grid``: the placement's
+    rank grid when the caller has it.
     """
     ep = min(job.ep, job.gpus)
     if job.collective not in ("ring", "hierarchical-ring") or job.gpus % ep:
         return _flow_pairs_of_schedule(job, placement, state)
     spec = state.spec
-    leaf = state.leaf_of_gpu(rank_grid(job, placement.gpus))  # (pp, dp, tp)
+    if grid is None:
+        grid = rank_grid(job, placement.gpus)
+    leaf = state.leaf_of_gpu(grid)  # (pp, dp, tp)
     times = class_times_s(job)
     a: list[IntArray] = []
     b: list[IntArray] = []
@@ -152,11 +157,12 @@ def _cover_flows(
     c: IntArray,
     val: IntArray,
     cost: IntArray,
+    grid: IntArray | None = None,
 ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
     """Add one link (connectivity) for every cross-pod leaf pair the job's flows use that the
     rule's entries ``(r < c, val, cost)`` leave out, with the costliest class's sharing cost."""
     n = state.spec.leaves
-    miss = np.setdiff1d(_flow_pairs(job, placement, state), r * n + c)
+    miss = np.setdiff1d(_flow_pairs(job, placement, state, grid), r * n + c)
     if not miss.size:
         return r, c, val, cost
     c_pp, c_dp = class_costs(job)
@@ -200,23 +206,28 @@ def job_demand(
         np.minimum.at(cost, inv.reshape(-1), cst)
         r, c = u // n, u % n
     else:
-        L1 = leaf_demand(job, placement.gpus, spec, arranged=False, method=method, sparse=True)
-        m = L1.tocoo()
-        up = m.row < m.col
-        r = m.row[up].astype(np.int64)
-        c = m.col[up].astype(np.int64)
-        val = np.asarray(m.data[up], dtype=np.int64)
-        leaf = grid[:, :, 0] // spec.k_leaf
-        pp_pairs = (
-            _pairs(leaf[:-1].reshape(-1), leaf[1:].reshape(-1), per, n)
-            if job.pp > 1
-            else np.zeros(0, np.int64)
-        )
-        cost = np.where(np.isin(r * n + c, pp_pairs), c_pp, c_dp).astype(np.int64)
+        if method == "research":  # the rule's upper-triangle entries, without a matrix
+            code, val, is_pp = research_pairs(job, grid, spec)
+            r, c = code // n, code % n
+        else:
+            L1 = leaf_demand(job, placement.gpus, spec, arranged=False, method=method, sparse=True)
+            m = L1.tocoo()
+            up = m.row < m.col
+            r = m.row[up].astype(np.int64)
+            c = m.col[up].astype(np.int64)
+            val = np.asarray(m.data[up], dtype=np.int64)
+            leaf = grid[:, :, 0] // spec.k_leaf
+            pp_pairs = (
+                _pairs(leaf[:-1].reshape(-1), leaf[1:].reshape(-1), per, n)
+                if job.pp > 1
+                else np.zeros(0, np.int64)
+            )
+            is_pp = np.isin(r * n + c, pp_pairs)
+        cost = np.where(is_pp, c_pp, c_dp).astype(np.int64)
     keep = val > 0
     r, c, val, cost = r[keep], c[keep], val[keep], cost[keep]
     if len(placement.pods) > 1:
-        r, c, val, cost = _cover_flows(job, placement, state, r, c, val, cost)
+        r, c, val, cost = _cover_flows(job, placement, state, r, c, val, cost, grid)
     return DemandPart(
         rows=np.concatenate([r, c]),
         cols=np.concatenate([c, r]),
