@@ -78,6 +78,7 @@ from numpy.typing import NDArray
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.fabric.base import Fabric, FabricChange, IntArray, Routes, check_positive
 from lumoscore.fabric.hashing import flow_hash
+from lumoscore.fabric.lumos_kernels import intra_spines, rank_and_count, route_links
 from lumoscore.placement import ClusterState, admit, finish
 from lumoscore.toe import PortModel
 from lumoscore.topology import ClusterSpec, build_wiring
@@ -123,31 +124,6 @@ def _split_rows(lookup: tuple[IntArray, IntArray], a: IntArray, b: IntArray, n: 
         hit = keys[pos] == q
         out[hit] = vals[pos[hit]]
     return out.reshape(-1, H)
-
-
-def _rank_and_count(groups: IntArray) -> tuple[IntArray, IntArray]:
-    """For each element, how many earlier elements share its group and the group's size
-    (the rank is :func:`lumoscore.fabric.routing.rank_within_groups`; one stable sort).
-
-    Examples
-    --------
-    >>> r, c = _rank_and_count(np.array([4, 2, 4, 4, 2]))
-    >>> r.tolist(), c.tolist()
-    ([0, 0, 1, 2, 1], [3, 2, 3, 3, 2])
-    """
-    n = groups.size
-    order = np.argsort(groups, kind="stable")
-    sg = groups[order]
-    start = np.ones(n + 1, bool)  # start of each group, and a sentinel after the last
-    np.not_equal(sg[1:], sg[:-1], out=start[1:n])
-    bounds = np.flatnonzero(start)
-    first = bounds[:-1]
-    size = bounds[1:] - first
-    rank = np.empty(n, np.int64)
-    count = np.empty(n, np.int64)
-    rank[order] = np.arange(n) - np.repeat(first, size)
-    count[order] = np.repeat(size, size)
-    return rank, count
 
 
 def _spread(weights: IntArray, rank: IntArray) -> IntArray:
@@ -465,7 +441,7 @@ class LumosCoreFabric(Fabric):
         cross = pa != pb
         intra = ~cross & ~same_leaf
         pair = a * n + b
-        rank, count = _rank_and_count(np.where(same_leaf, -1, pair))
+        rank, count = rank_and_count(np.where(same_leaf, -1, pair))
         hashes = self._hash(src, dst, flow_key) if self.routing == "ecmp" else None
         h = np.zeros(F, np.int64)
         n_intra = int(np.count_nonzero(intra))
@@ -475,51 +451,29 @@ class LumosCoreFabric(Fabric):
                 h[idx] = (hashes[idx] % np.uint32(H)).astype(np.int64)
             else:
                 h[idx] = self._intra_spines(a[idx], b[idx], rank[idx], count[idx], job_id)
-        via = None  # intermediate pod of each two-hop cross-pod route (-1: direct)
+        via = np.full(F, -1, np.int64)  # intermediate pod of a two-hop cross-pod route
         n_cross = int(np.count_nonzero(cross))
         if n_cross:
             idx = slice(None) if n_cross == F else np.flatnonzero(cross)
-            h[idx], v = self._cross_spines(
+            h[idx], via[idx] = self._cross_spines(
                 a[idx], b[idx], pa[idx], pb[idx], rank[idx],
                 None if hashes is None else hashes[idx], job_id,
             )  # fmt: skip
-            if (v >= 0).any():
-                via = np.full(F, -1, np.int64)
-                via[idx] = v
-        up = self.off_leaf_up + a * H + h
-        down = self.off_leaf_down + b * H + h
-        gd = G + dst
-        if via is None:  # every cross-pod flow direct: 2, 4 or 5 hops
-            ocs = self.ocs_link(h, pa, pb)
-            hops = np.where(same_leaf, 2, np.where(intra, 4, 5))
-            mat = np.empty((F, 5), np.int64)
-            mat[:, 0] = src
-            mat[:, 1] = np.where(same_leaf, gd, up)
-            mat[:, 2] = np.where(intra, down, ocs)
-            mat[:, 3] = np.where(intra, gd, down)
-            mat[:, 4] = gd
-            if n_cross:
-                self._note_ocs(job_id, ocs[cross])
-        else:
-            two = via >= 0
-            hops = np.where(same_leaf, 2, np.where(intra, 4, np.where(two, 6, 5)))
-            mat = np.empty((F, 6), np.int64)
-            mat[:, 0] = src
-            ocs = self.ocs_link(h, pa, np.where(two, via, pb))
-            ocs2 = self.ocs_link(h, np.maximum(via, 0), pb)
-            mat[:, 1] = np.where(same_leaf, gd, up)
-            mat[:, 2] = np.where(intra, down, ocs)
-            mat[:, 3] = np.where(intra, gd, np.where(two, ocs2, down))
-            mat[:, 4] = np.where(two, down, gd)
-            mat[:, 5] = gd
-            self._note_ocs(job_id, np.concatenate([ocs[cross], ocs2[two]]))
-            self.stats["two_hop_flows"] += int(two.sum())
-        indptr = np.zeros(F + 1, np.int64)
-        np.cumsum(hops, out=indptr[1:])
-        if F and via is None and (n_cross == F or n_intra == F):  # one hop count: no mask needed
-            return Routes(indptr, mat[:, : int(hops[0])].reshape(-1))
-        keep = np.arange(mat.shape[1]) < hops[:, None]
-        return Routes(indptr, mat[keep])
+            hc, pac, pbc, vc = h[idx], pa[idx], pb[idx], via[idx]
+            two = vc >= 0
+            if two.any():
+                used = [self.ocs_link(hc, pac, np.where(two, vc, pbc))]
+                used.append(self.ocs_link(hc[two], vc[two], pbc[two]))
+                self._note_ocs(job_id, np.concatenate(used))
+                self.stats["two_hop_flows"] += int(two.sum())
+            else:
+                self._note_ocs(job_id, self.ocs_link(hc, pac, pbc))
+        P = self._P
+        indptr, indices = route_links(
+            src, dst, a, b, pa, pb, h, via, G,
+            self.off_leaf_up, self.off_leaf_down, self.off_ocs, H, P,
+        )  # fmt: skip
+        return Routes(indptr, indices)
 
     def _note_ocs(self, job_id: int, links: IntArray) -> None:
         """Record OCS links the job's routes cross (merged lazily, see :attr:`_job_ocs`)."""
@@ -590,12 +544,7 @@ class LumosCoreFabric(Fabric):
         between the leaves of a pod is spread evenly at both the sending and the receiving
         leaves."""
         up, down = self._free_units(job_id)
-        w = np.minimum(up[a], down[b])
-        none = w.sum(axis=1) == 0
-        w[none] = self.spec.tau
-        lpp = self.spec.leaves_per_pod
-        offset = count * ((b - a) % lpp)
-        return _spread(w, rank + offset)
+        return intra_spines(a, b, rank, count, up, down, self.spec.tau, self.spec.leaves_per_pod)
 
     def _cross_spines(
         self,

@@ -1,0 +1,176 @@
+"""Compiled per-flow loops of the LumosCore fabric's routing (:mod:`lumoscore.fabric.lumos`).
+
+A route call holds a few to a few thousand flows; spread over NumPy calls, each step costs more
+in call overhead than in work. These kernels do the per-flow work in one pass each, with the
+same integer arithmetic as the NumPy formulation they replace (so routes are unchanged):
+
+* :func:`rank_and_count` -- rank of every element among the earlier elements of its group
+  (stable order) and the group's size;
+* :func:`intra_spines` -- the planned intra-pod spine of every flow (weighted round-robin over
+  the leaf-spine links left free at both ends, from a per-pair offset);
+* :func:`route_links` -- the CSR links of every flow from its leaves, pods, spine and
+  intermediate pod.
+
+Examples
+--------
+>>> import numpy as np
+>>> r, c = rank_and_count(np.array([4, 2, 4, 4, 2]))
+>>> r.tolist(), c.tolist()
+([0, 0, 1, 2, 1], [3, 2, 3, 3, 2])
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["intra_spines", "rank_and_count", "route_links"]
+
+IntArray = NDArray[np.int64]
+
+
+@numba.njit(cache=True)
+def rank_and_count(groups: IntArray) -> tuple[IntArray, IntArray]:  # pragma: no cover - jit
+    """How many earlier elements share each element's group, and the group's size.
+
+    The rank is :func:`lumoscore.fabric.routing.rank_within_groups` (stable order).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [x.tolist() for x in rank_and_count(np.array([7, 7, 1]))]
+    [[0, 1, 0], [2, 2, 1]]
+    """
+    n = groups.size
+    order = np.argsort(groups, kind="mergesort")
+    rank = np.empty(n, np.int64)
+    count = np.empty(n, np.int64)
+    start = 0
+    while start < n:
+        g = groups[order[start]]
+        end = start + 1
+        while end < n and groups[order[end]] == g:
+            end += 1
+        for k in range(start, end):
+            rank[order[k]] = k - start
+            count[order[k]] = end - start
+        start = end
+    return rank, count
+
+
+@numba.njit(cache=True)
+def intra_spines(
+    a: IntArray,
+    b: IntArray,
+    rank: IntArray,
+    count: IntArray,
+    up: IntArray,
+    down: IntArray,
+    tau: int,
+    leaves_per_pod: int,
+) -> IntArray:  # pragma: no cover - jit
+    """Spine of every intra-pod flow ``a -> b``: unit ``rank + count * ((b - a) mod
+    leaves_per_pod)`` (cyclically) of the weights ``min(up[a], down[b])`` per spine, or of
+    ``tau`` on every spine when no link is free at both ends.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> up = np.array([[1, 1], [1, 1]]); down = np.array([[0, 1], [1, 1]])
+    >>> intra_spines(np.array([1, 1]), np.array([0, 0]), np.array([0, 1]), np.array([2, 2]),
+    ...              up, down, 2, 2).tolist()   # leaf 0 receives on spine 1 only
+    [1, 1]
+    """
+    F = a.size
+    H = up.shape[1]
+    out = np.empty(F, np.int64)
+    w = np.empty(H, np.int64)
+    for f in range(F):
+        total = 0
+        for k in range(H):
+            x = min(up[a[f], k], down[b[f], k])
+            w[k] = x
+            total += x
+        if total == 0:
+            for k in range(H):
+                w[k] = tau
+            total = tau * H
+        pos = (rank[f] + count[f] * ((b[f] - a[f]) % leaves_per_pod)) % total
+        cum = 0
+        h = 0
+        for k in range(H):
+            cum += w[k]
+            if cum > pos:
+                h = k
+                break
+        out[f] = h
+    return out
+
+
+@numba.njit(cache=True)
+def route_links(
+    src: IntArray,
+    dst: IntArray,
+    a: IntArray,
+    b: IntArray,
+    pa: IntArray,
+    pb: IntArray,
+    h: IntArray,
+    via: IntArray,
+    gpus: int,
+    off_leaf_up: int,
+    off_leaf_down: int,
+    off_ocs: int,
+    H: int,
+    P: int,
+) -> tuple[IntArray, IntArray]:  # pragma: no cover - jit
+    """CSR ``(indptr, indices)`` of the routes (link numbering of
+    :class:`~lumoscore.fabric.lumos.LumosCoreFabric`): NIC up, then for a cross-leaf flow
+    leaf -> spine ``h``, the OCS link(s) of a cross-pod flow (through pod ``via >= 0`` for two
+    hops), spine -> leaf, then NIC down.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> z = np.zeros(1, np.int64)
+    >>> route_links(z, z + 5, z, z + 1, z, z, z, z - 1, 8, 16, 20, 24, 1, 1)[1].tolist()
+    [0, 16, 21, 13]
+    """
+    F = src.size
+    hops = np.empty(F, np.int64)
+    n_links = 0
+    for f in range(F):
+        if a[f] == b[f]:
+            k = 2
+        elif pa[f] == pb[f]:
+            k = 4
+        elif via[f] >= 0:
+            k = 6
+        else:
+            k = 5
+        hops[f] = k
+        n_links += k
+    indptr = np.empty(F + 1, np.int64)
+    indices = np.empty(n_links, np.int64)
+    indptr[0] = 0
+    o = 0
+    for f in range(F):
+        indices[o] = src[f]
+        o += 1
+        if hops[f] > 2:
+            indices[o] = off_leaf_up + a[f] * H + h[f]
+            o += 1
+            if hops[f] == 6:
+                indices[o] = off_ocs + (h[f] * P + pa[f]) * P + via[f]
+                indices[o + 1] = off_ocs + (h[f] * P + via[f]) * P + pb[f]
+                o += 2
+            elif hops[f] == 5:
+                indices[o] = off_ocs + (h[f] * P + pa[f]) * P + pb[f]
+                o += 1
+            indices[o] = off_leaf_down + b[f] * H + h[f]
+            o += 1
+        indices[o] = gpus + dst[f]
+        o += 1
+        indptr[f + 1] = o
+    return indptr, indices
