@@ -60,7 +60,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, InfeasibleError
@@ -387,8 +386,9 @@ def _new_circuits(new: IntArray, old: IntArray, shape: tuple[int, ...]) -> int:
     return int(np.count_nonzero(table[tx_new] != rest))
 
 
-def _matrix(part: DemandPart, n: int) -> sp.csr_array:
-    return sp.csr_array((part.values, (part.rows, part.cols)), shape=(n, n))
+def _matrix(part: DemandPart) -> tuple[IntArray, IntArray, IntArray]:
+    """The part as the COO triple the logical-topology functions accept for ``L``."""
+    return part.rows, part.cols, part.values
 
 
 def _incremental(
@@ -406,7 +406,7 @@ def _incremental(
     cap = state.link_capacity()
     if mode == "full" or old is None or not np.array_equal(old.capacity, cap):
         return None
-    m = _matrix(part, state.spec.leaves)
+    m = _matrix(part)
     if not add:
         if split is not None:  # exactly what the job added: only its OCS groups change
             return apply_split(old, split, state.spec, sign=-1)
