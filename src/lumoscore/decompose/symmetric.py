@@ -265,7 +265,10 @@ def symmetric_pairs_batch(
     [[0], [0], [1], [3], [2]]
     """
     k, n, _ = C.shape
-    g, il, jl = np.nonzero(np.triu(C, 1))
+    flat = np.flatnonzero(C)  # row-major, like np.nonzero; keep the upper triangle
+    g, il, jl = flat // (n * n), flat // n % n, flat % n
+    upper = il < jl
+    g, il, jl = g[upper], il[upper], jl[upper]
     c = C[g, il, jl]
     p_ij = None if prefer is None else prefer[g, il, jl]
     p_ji = None if prefer is None else prefer[g, jl, il]

@@ -44,6 +44,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -750,4 +751,13 @@ def links_to_circuits(model: PortModel, links: Any, *, groups: Any = None) -> In
     h, a, pa, b, pb = lk[:, 0], lk[:, 2], lk[:, 3], lk[:, 4], lk[:, 5]
     fwd = np.column_stack([gids[h], model.tx_ocs[h, a, pa], a, pa, b, pb])
     bwd = np.column_stack([gids[h], model.tx_ocs[h, b, pb], b, pb, a, pa])
-    return sort_rows(np.concatenate([fwd, bwd]))
+    rows = np.concatenate([fwd, bwd])
+    # every column has a known range: one mixed-radix key per row sorts them lexicographically
+    P, K = model.pods, model.ports
+    radix = [int(gids.max(initial=0)) + 1, model.n_ocs, P, K, P, K]
+    if len(rows) and math.prod(radix) < 2**62 and rows.min() >= 0:
+        key = rows[:, 0]
+        for col, r in zip(range(1, 6), radix[1:], strict=True):
+            key = key * r + rows[:, col]
+        return rows[np.argsort(key, kind="stable")]
+    return sort_rows(rows)
