@@ -78,7 +78,7 @@ from numpy.typing import NDArray
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.fabric.base import Fabric, FabricChange, IntArray, Routes, check_positive
 from lumoscore.fabric.hashing import flow_hash
-from lumoscore.fabric.lumos_kernels import intra_spines, rank_and_count, route_links
+from lumoscore.fabric.lumos_kernels import classify_flows, intra_spines, route_links
 from lumoscore.placement import ClusterState, admit, finish
 from lumoscore.toe import PortModel
 from lumoscore.topology import ClusterSpec, build_wiring
@@ -433,28 +433,22 @@ class LumosCoreFabric(Fabric):
         G, F = spec.gpus, src.size
         if self.routing == "ideal":
             return Routes.from_columns(src, G + dst)
-        a = src // spec.k_leaf  # leaf of each GPU (endpoints checked above)
-        b = dst // spec.k_leaf
-        lpp = spec.leaves_per_pod
-        pa, pb = a // lpp, b // lpp
-        same_leaf = a == b
-        cross = pa != pb
-        intra = ~cross & ~same_leaf
-        pair = a * n + b
-        rank, count = rank_and_count(np.where(same_leaf, -1, pair))
+        # leaves and pods of the endpoints (checked above), rank and count of every flow
+        # among the call's flows of its leaf pair, the intra-pod and the cross-pod flows
+        a, b, pa, pb, rank, count, intra, cross = classify_flows(
+            src, dst, spec.k_leaf, spec.leaves_per_pod, n
+        )
         hashes = self._hash(src, dst, flow_key) if self.routing == "ecmp" else None
         h = np.zeros(F, np.int64)
-        n_intra = int(np.count_nonzero(intra))
-        if n_intra:
-            idx = slice(None) if n_intra == F else np.flatnonzero(intra)
+        if intra.size:
             if hashes is not None:
-                h[idx] = (hashes[idx] % np.uint32(H)).astype(np.int64)
+                h[intra] = (hashes[intra] % np.uint32(H)).astype(np.int64)
             else:
-                h[idx] = self._intra_spines(a[idx], b[idx], rank[idx], count[idx], job_id)
+                h[intra] = self._intra_spines(intra, a, b, rank, count, job_id)
         via = np.full(F, -1, np.int64)  # intermediate pod of a two-hop cross-pod route
-        n_cross = int(np.count_nonzero(cross))
+        n_cross = cross.size
         if n_cross:
-            idx = slice(None) if n_cross == F else np.flatnonzero(cross)
+            idx = slice(None) if n_cross == F else cross
             h[idx], via[idx] = self._cross_spines(
                 a[idx], b[idx], pa[idx], pb[idx], rank[idx],
                 None if hashes is None else hashes[idx], job_id,
@@ -535,16 +529,23 @@ class LumosCoreFabric(Fabric):
         return up, down
 
     def _intra_spines(
-        self, a: IntArray, b: IntArray, rank: IntArray, count: IntArray, job_id: int
+        self,
+        idx: IntArray,
+        a: IntArray,
+        b: IntArray,
+        rank: IntArray,
+        count: IntArray,
+        job_id: int,
     ) -> IntArray:
-        """Planned intra-pod spines: the flows of leaf pair ``(a, b)`` take the leaf-spine links
-        left free by the other jobs' cross-pod split (``min`` of the free links at both ends,
-        every link when none is free) in turn, starting at an offset ``m_ab * ((b - a) mod leaves)``
-        (``m_ab`` flows of the pair in this call: ``count``) so that an all-to-all or a ring
-        between the leaves of a pod is spread evenly at both the sending and the receiving
-        leaves."""
+        """Planned intra-pod spines of the flows ``idx``: the flows of leaf pair ``(a, b)`` take
+        the leaf-spine links left free by the other jobs' cross-pod split (``min`` of the free
+        links at both ends, every link when none is free) in turn, starting at an offset
+        ``m_ab * ((b - a) mod leaves)`` (``m_ab`` flows of the pair in this call: ``count``) so
+        that an all-to-all or a ring between the leaves of a pod is spread evenly at both the
+        sending and the receiving leaves."""
         up, down = self._free_units(job_id)
-        return intra_spines(a, b, rank, count, up, down, self.spec.tau, self.spec.leaves_per_pod)
+        tau, lpp = self.spec.tau, self.spec.leaves_per_pod
+        return intra_spines(idx, a, b, rank, count, up, down, tau, lpp)
 
     def _cross_spines(
         self,

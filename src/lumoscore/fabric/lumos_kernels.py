@@ -6,7 +6,9 @@ same integer arithmetic as the NumPy formulation they replace (so routes are unc
 
 * :func:`rank_and_count` -- rank of every element among the earlier elements of its group
   (stable order) and the group's size;
-* :func:`intra_spines` -- the planned intra-pod spine of every flow (weighted round-robin over
+* :func:`classify_flows` -- leaves and pods of every flow, its rank and count among the
+  call's flows of its leaf pair, and which flows stay in a pod or cross pods;
+* :func:`intra_spines` -- the planned intra-pod spine of some flows (weighted round-robin over
   the leaf-spine links left free at both ends, from a per-pair offset);
 * :func:`route_links` -- the CSR links of every flow from its leaves, pods, spine and
   intermediate pod.
@@ -25,7 +27,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["intra_spines", "rank_and_count", "route_links"]
+__all__ = ["classify_flows", "intra_spines", "rank_and_count", "route_links"]
 
 IntArray = NDArray[np.int64]
 
@@ -60,7 +62,59 @@ def rank_and_count(groups: IntArray) -> tuple[IntArray, IntArray]:  # pragma: no
 
 
 @numba.njit(cache=True)
+def classify_flows(
+    src: IntArray, dst: IntArray, k_leaf: int, leaves_per_pod: int, leaves: int
+) -> tuple[
+    IntArray, IntArray, IntArray, IntArray, IntArray, IntArray, IntArray, IntArray
+]:  # pragma: no cover - jit
+    """``(a, b, pa, pb, rank, count, intra, cross)``: source and destination leaf and pod of
+    every flow, its :func:`rank_and_count` among the flows of its leaf pair (flows inside one
+    leaf form one group), and the indices of the intra-pod (two leaves) and cross-pod flows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = classify_flows(np.array([0, 0, 1]), np.array([2, 4, 3]), 1, 2, 8)
+    >>> [x.tolist() for x in out[4:]]
+    [[0, 0, 0], [1, 1, 1], [], [0, 1, 2]]
+    """
+    F = src.size
+    a = np.empty(F, np.int64)
+    b = np.empty(F, np.int64)
+    pa = np.empty(F, np.int64)
+    pb = np.empty(F, np.int64)
+    group = np.empty(F, np.int64)
+    n_intra = 0
+    for f in range(F):
+        a[f] = src[f] // k_leaf
+        b[f] = dst[f] // k_leaf
+        pa[f] = a[f] // leaves_per_pod
+        pb[f] = b[f] // leaves_per_pod
+        group[f] = -1 if a[f] == b[f] else a[f] * leaves + b[f]
+        if pa[f] == pb[f] and a[f] != b[f]:
+            n_intra += 1
+    n_cross = 0
+    for f in range(F):
+        if pa[f] != pb[f]:
+            n_cross += 1
+    intra = np.empty(n_intra, np.int64)
+    cross = np.empty(n_cross, np.int64)
+    i = 0
+    c = 0
+    for f in range(F):
+        if pa[f] != pb[f]:
+            cross[c] = f
+            c += 1
+        elif a[f] != b[f]:
+            intra[i] = f
+            i += 1
+    rank, count = rank_and_count(group)
+    return a, b, pa, pb, rank, count, intra, cross
+
+
+@numba.njit(cache=True)
 def intra_spines(
+    idx: IntArray,
     a: IntArray,
     b: IntArray,
     rank: IntArray,
@@ -70,23 +124,23 @@ def intra_spines(
     tau: int,
     leaves_per_pod: int,
 ) -> IntArray:  # pragma: no cover - jit
-    """Spine of every intra-pod flow ``a -> b``: unit ``rank + count * ((b - a) mod
-    leaves_per_pod)`` (cyclically) of the weights ``min(up[a], down[b])`` per spine, or of
-    ``tau`` on every spine when no link is free at both ends.
+    """Spine of the intra-pod flows ``a[f] -> b[f]``, ``f`` in ``idx``: unit ``rank + count *
+    ((b - a) mod leaves_per_pod)`` (cyclically) of the weights ``min(up[a], down[b])`` per
+    spine, or of ``tau`` on every spine when no link is free at both ends.
 
     Examples
     --------
     >>> import numpy as np
     >>> up = np.array([[1, 1], [1, 1]]); down = np.array([[0, 1], [1, 1]])
-    >>> intra_spines(np.array([1, 1]), np.array([0, 0]), np.array([0, 1]), np.array([2, 2]),
-    ...              up, down, 2, 2).tolist()   # leaf 0 receives on spine 1 only
+    >>> intra_spines(np.arange(2), np.array([1, 1]), np.array([0, 0]), np.array([0, 1]),
+    ...              np.array([2, 2]), up, down, 2, 2).tolist()   # leaf 0 receives on spine 1
     [1, 1]
     """
-    F = a.size
     H = up.shape[1]
-    out = np.empty(F, np.int64)
+    out = np.empty(idx.size, np.int64)
     w = np.empty(H, np.int64)
-    for f in range(F):
+    for q in range(idx.size):
+        f = idx[q]
         total = 0
         for k in range(H):
             x = min(up[a[f], k], down[b[f], k])
@@ -104,7 +158,7 @@ def intra_spines(
             if cum > pos:
                 h = k
                 break
-        out[f] = h
+        out[q] = h
     return out
 
 
