@@ -339,10 +339,8 @@ def reconfigure(
         member[changed] = True
         hit = member[old[:, 0]]
         new = np.concatenate([old[~hit], res.circuits]).astype(np.int64)
-        if trusted:  # both parts sorted, groups disjoint: sorting by group sorts the rows
-            new = new[np.argsort(new[:, 0], kind="stable")]
-        else:
-            new = sort_rows(new)
+        # trusted: both parts sorted and their groups disjoint, so sorting by group suffices
+        new = new[np.argsort(new[:, 0], kind="stable")] if trusted else sort_rows(new)
         # unchanged groups keep their circuits: compare the changed groups only
         if not len(res.circuits):
             rewired = 0
