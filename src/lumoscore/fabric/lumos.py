@@ -78,7 +78,12 @@ from numpy.typing import NDArray
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.fabric.base import Fabric, FabricChange, IntArray, Routes, check_positive
 from lumoscore.fabric.hashing import flow_hash
-from lumoscore.fabric.lumos_kernels import classify_flows, intra_spines, route_links
+from lumoscore.fabric.lumos_kernels import (
+    classify_flows,
+    intra_spines,
+    ocs_capacity_diff,
+    route_links,
+)
 from lumoscore.placement import ClusterState, admit, finish
 from lumoscore.toe import PortModel
 from lumoscore.topology import ClusterSpec, build_wiring
@@ -313,14 +318,14 @@ class LumosCoreFabric(Fabric):
 
     # ------------------------------------------------------------------ placer
     def _ocs_change(self, delay_s: float, note: str) -> FabricChange:
-        new = self.ocs_circuits().reshape(-1) * self.spec.port_bps
-        old = self.capacity_bps[self.off_ocs :]
-        diff = np.flatnonzero(new != old)
-        lost = diff[new[diff] == 0]
+        circuits = np.ascontiguousarray(self.state.circuits, dtype=np.int64)
+        old = np.ascontiguousarray(self.capacity_bps[self.off_ocs :])
+        diff, new_bps = ocs_capacity_diff(circuits, old, self._H, self._P, self.spec.port_bps)
+        lost = diff[new_bps == 0]
         # running jobs whose routes cross a circuit that goes away are routed again
         reroute: tuple[int, ...] = ()
         if lost.size:
-            gone = np.zeros(new.size, bool)
+            gone = np.zeros(old.size, bool)
             gone[lost] = True
             off = self.off_ocs
             reroute = tuple(
@@ -330,7 +335,7 @@ class LumosCoreFabric(Fabric):
         return FabricChange(
             delay_s=delay_s,
             links=(self.off_ocs + diff).astype(np.int64),
-            capacity_bps=new[diff].astype(float),
+            capacity_bps=new_bps,
             note=note,
             reroute=reroute,
         )

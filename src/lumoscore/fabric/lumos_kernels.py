@@ -27,7 +27,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["classify_flows", "intra_spines", "rank_and_count", "route_links"]
+__all__ = ["classify_flows", "intra_spines", "ocs_capacity_diff", "rank_and_count", "route_links"]
 
 IntArray = NDArray[np.int64]
 
@@ -228,3 +228,37 @@ def route_links(
         o += 1
         indptr[f + 1] = o
     return indptr, indices
+
+
+@numba.njit(cache=True)
+def ocs_capacity_diff(
+    circuits: IntArray, capacity_bps: NDArray[np.float64], H: int, P: int, port_bps: float
+) -> tuple[IntArray, NDArray[np.float64]]:  # pragma: no cover - jit
+    """OCS links (offsets into the ``(H, P, P)`` block) whose capacity differs from the
+    circuits ``(n, 6)`` times ``port_bps``, and their new capacities.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = np.array([[0, 0, 0, 0, 1, 0], [0, 1, 1, 0, 0, 0]])
+    >>> idx, cap = ocs_capacity_diff(c, np.zeros(4), 1, 2, 10.0)
+    >>> idx.tolist(), cap.tolist()
+    ([1, 2], [10.0, 10.0])
+    """
+    count = np.zeros(H * P * P, np.int64)
+    for r in range(circuits.shape[0]):
+        count[(circuits[r, 0] * P + circuits[r, 2]) * P + circuits[r, 4]] += 1
+    n = 0
+    for k in range(count.size):
+        if count[k] * port_bps != capacity_bps[k]:
+            n += 1
+    idx = np.empty(n, np.int64)
+    cap = np.empty(n, np.float64)
+    o = 0
+    for k in range(count.size):
+        new = count[k] * port_bps
+        if new != capacity_bps[k]:
+            idx[o] = k
+            cap[o] = new
+            o += 1
+    return idx, cap
