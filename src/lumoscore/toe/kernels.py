@@ -25,7 +25,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["split_children", "split_level", "two_channel_network"]
+__all__ = ["assemble_links", "split_children", "split_level", "two_channel_network"]
 
 IntArray = NDArray[np.int64]
 
@@ -323,3 +323,130 @@ def split_children(
         n_lo[2 * s + 1] = s_mid[s]
         n_hi[2 * s + 1] = s_hi[s]
     return (c_sub, c_i, c_j, c_a, c_o), (n_h, n_lo, n_hi)
+
+
+@numba.njit(cache=True)
+def assemble_links(
+    keys: IntArray,
+    vals: IntArray,
+    cur: IntArray,
+    channel: IntArray,
+    side: IntArray,
+    chan_self: NDArray[np.bool_],
+    P: int,
+    K: int,
+) -> tuple[IntArray, int]:  # pragma: no cover - jit
+    """Links ``[h, channel, pod_a, port_a, pod_b, port_b]`` realizing the counts
+    ``x.flat[keys] = vals`` over ``(H, n_chan, P, P)``, keeping current links ``cur`` (same
+    columns) where the counts allow (:func:`~lumoscore.toe.model.assemble_sparse`), and the
+    pool ``((h n_chan + c) P + pod) 2 + backward`` of the first end without a free port (-1:
+    none).
+
+    Per ``(h, c, i, j)`` the first (stable by key) ``min(count, current)`` current links are
+    kept; the other links' ends take, in request order (all ``a`` ends, then all ``b`` ends),
+    the free ports of their pool in ascending port order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ch = np.array([[[0, 1]] * 3]); sd = np.zeros((1, 3, 2), np.int64)
+    >>> links, bad = assemble_links(np.array([1, 14]), np.array([1, 1]),
+    ...                             np.zeros((0, 6), np.int64), ch, sd,
+    ...                             np.ones((1, 2), bool), 3, 2)
+    >>> links.tolist(), bad
+    ([[0, 0, 0, 0, 1, 0], [0, 1, 1, 1, 2, 1]], -1)
+    """
+    H = channel.shape[0]
+    n_chan = chan_self.shape[1]
+    PP = P * P
+    n_keys = keys.size
+    need = vals.copy()
+    n_cur = cur.shape[0]
+    keep = np.zeros(n_cur, np.bool_)
+    if n_cur and n_keys:
+        k_old = np.empty(n_cur, np.int64)
+        for r in range(n_cur):
+            k_old[r] = ((cur[r, 0] * n_chan + cur[r, 1]) * P + cur[r, 2]) * P + cur[r, 4]
+        order = np.argsort(k_old, kind="mergesort")
+        run = 0
+        for q in range(n_cur):
+            r = order[q]
+            if q > 0 and k_old[r] == k_old[order[q - 1]]:
+                run += 1
+            else:
+                run = 0
+            at = min(np.searchsorted(keys, k_old[r]), n_keys - 1)
+            x_old = vals[at] if keys[at] == k_old[r] else 0
+            if run < x_old:
+                keep[r] = True
+                need[at] -= 1
+    used = np.zeros(H * P * K, np.bool_)
+    n_kept = 0
+    for r in range(n_cur):
+        if keep[r]:
+            used[(cur[r, 0] * P + cur[r, 2]) * K + cur[r, 3]] = True
+            used[(cur[r, 0] * P + cur[r, 4]) * K + cur[r, 5]] = True
+            n_kept += 1
+    # free ports per pool (h, channel, pod, backward?), ascending
+    n_pool = H * n_chan * P * 2
+    start = np.zeros(n_pool + 1, np.int64)
+    pool_of = np.empty(H * P * K, np.int64)
+    for port in range(H * P * K):
+        h, pod = port // (P * K), port // K % P
+        pool_of[port] = ((h * n_chan + channel[h, pod, port % K]) * P + pod) * 2 + (
+            1 if side[h, pod, port % K] == 1 else 0
+        )
+        if not used[port]:
+            start[pool_of[port] + 1] += 1
+    for p in range(n_pool):
+        start[p + 1] += start[p]
+    free = np.empty(start[n_pool], np.int64)
+    fill = start[:n_pool].copy()
+    for port in range(H * P * K):
+        if not used[port]:
+            free[fill[pool_of[port]]] = port
+            fill[pool_of[port]] += 1
+    n_new = 0
+    for e in range(n_keys):
+        if need[e] > 0:
+            n_new += need[e]
+    links = np.empty((n_kept + n_new, 6), np.int64)
+    o = 0
+    for r in range(n_cur):
+        if keep[r]:
+            for col in range(6):
+                links[o, col] = cur[r, col]
+            o += 1
+    cursor = start[:n_pool].copy()
+    bad = -1
+    for end in range(2):  # all a ends first, then all b ends (request order)
+        q = n_kept
+        for e in range(n_keys):
+            if need[e] <= 0:
+                continue
+            g = keys[e]
+            gi, gj = (g // P) % P, g % P
+            gc = (g // PP) % n_chan
+            gh = g // (PP * n_chan)
+            for _ in range(need[e]):
+                if end == 0:
+                    pool = ((gh * n_chan + gc) * P + gi) * 2
+                else:
+                    pool = ((gh * n_chan + gc) * P + gj) * 2 + (0 if chan_self[gh, gc] else 1)
+                if cursor[pool] >= start[pool + 1]:
+                    if bad < 0:
+                        bad = pool
+                    port = 0
+                else:
+                    port = free[cursor[pool]]
+                    cursor[pool] += 1
+                links[q, 0] = gh
+                links[q, 1] = gc
+                if end == 0:
+                    links[q, 2] = gi
+                    links[q, 3] = port % K
+                else:
+                    links[q, 4] = gj
+                    links[q, 5] = port % K
+                q += 1
+    return links, bad
