@@ -246,7 +246,7 @@ class LumosCoreFabric(Fabric):
         self._job_split: dict[int, tuple[IntArray, IntArray, IntArray, IntArray]] = {}
         self._job_ocs_new: dict[int, list[IntArray]] = {}  # OCS links routed, not merged yet
         self._job_ocs_seen: dict[int, IntArray] = {}  # OCS links routed, merged (_job_ocs)
-        #: ``(job_id, logical topology, link capacity, (up, down))`` of the last
+        #: ``(job_id, logical topology, failed links, (up, down))`` of the last
         #: :meth:`_free_units` call (the rounds of one job's plan all see the same state)
         self._free_cache: tuple[int, Any, IntArray, tuple[IntArray, IntArray]] | None = None
         self._hash_seed = int(np.random.default_rng(seed).integers(0, 2**32, dtype=np.uint64))
@@ -515,12 +515,19 @@ class LumosCoreFabric(Fabric):
         and down (the job's own cross-pod requirements run in other rounds or are counted in
         its own flows)."""
         topo = self.state.logical
+        failed = self.state.failed_links
+        hit = self._free_cache
+        if (
+            topo is not None
+            and hit is not None
+            and hit[0] == job_id
+            and hit[1] is topo
+            and np.array_equal(hit[2], failed)
+        ):
+            return hit[3]
         cap = self.state.link_capacity()
         if topo is None:
             return cap, cap
-        hit = self._free_cache
-        if hit is not None and hit[0] == job_id and hit[1] is topo and np.array_equal(hit[2], cap):
-            return hit[3]
         n, H = self._n, self._H
         own_up = np.zeros((n, H), np.int64)
         own_down = np.zeros((n, H), np.int64)
@@ -530,7 +537,7 @@ class LumosCoreFabric(Fabric):
         np.add.at(own_down, (b, h), v)
         up = np.maximum(cap - np.maximum(topo.leaf_up - own_up, 0), 0)
         down = np.maximum(cap - np.maximum(topo.leaf_down - own_down, 0), 0)
-        self._free_cache = (job_id, topo, cap, (up, down))
+        self._free_cache = (job_id, topo, np.array(failed), (up, down))
         return up, down
 
     def _intra_spines(
