@@ -82,6 +82,7 @@ from lumoscore.fabric.lumos_kernels import (
     classify_flows,
     intra_spines,
     ocs_capacity_diff,
+    planned_cross_spines,
     route_links,
 )
 from lumoscore.placement import ClusterState, admit, finish
@@ -571,6 +572,13 @@ class LumosCoreFabric(Fabric):
     ) -> tuple[IntArray, IntArray]:
         """Group ``h`` and intermediate pod (-1: direct) of each cross-pod flow."""
         n, H = self._n, self._H
+        lookup = self._job_lookup.get(job_id)
+        if hashes is None and lookup is not None:  # planned, the job's split: one kernel pass
+            h, direct = planned_cross_spines(
+                a, b, pa, pb, rank, self.capacity_bps[self.off_ocs :], *lookup, n, H, self._P
+            )
+            if direct:
+                return h, np.full(a.size, -1, np.int64)
         circuits = self.capacity_bps[self.off_ocs :].reshape(H, self._P, self._P) > 0
         avail = circuits[:, pa, pb].T.astype(np.int64)  # (F, H)
         direct = avail.sum(axis=1) > 0
@@ -599,7 +607,6 @@ class LumosCoreFabric(Fabric):
             cnt = avail.sum(axis=1)
             k = (hashes % cnt.astype(np.uint32)).astype(np.int64)
             return _spread(avail, k), none
-        lookup = self._job_lookup.get(job_id)
         if lookup is not None:
             w = _split_rows(lookup, a, b, n, H)
         else:  # routes of a job this fabric did not place: the pairs' whole split

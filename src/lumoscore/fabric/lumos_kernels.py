@@ -27,7 +27,14 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["classify_flows", "intra_spines", "ocs_capacity_diff", "rank_and_count", "route_links"]
+__all__ = [
+    "classify_flows",
+    "intra_spines",
+    "ocs_capacity_diff",
+    "planned_cross_spines",
+    "rank_and_count",
+    "route_links",
+]
 
 IntArray = NDArray[np.int64]
 
@@ -262,3 +269,69 @@ def ocs_capacity_diff(
             cap[o] = new
             o += 1
     return idx, cap
+
+
+@numba.njit(cache=True)
+def planned_cross_spines(
+    a: IntArray,
+    b: IntArray,
+    pa: IntArray,
+    pb: IntArray,
+    rank: IntArray,
+    ocs_bps: NDArray[np.float64],
+    keys: IntArray,
+    vals: IntArray,
+    leaves: int,
+    H: int,
+    P: int,
+) -> tuple[IntArray, bool]:  # pragma: no cover - jit
+    """Planned OCS group of every cross-pod flow ``a -> b`` (pods ``pa -> pb``): unit
+    ``rank`` (cyclically) of the job's split of the leaf pair (``keys`` ``(a leaves + b) H +
+    h``, sorted and distinct, and ``vals``) over the groups with a circuit ``pa -> pb``
+    (``ocs_bps > 0``, ``(H, P, P)`` flat), or of those groups when the split gives none.
+    The flag is False (and the groups meaningless) when some flow's pods have no circuit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> z = np.zeros(2, np.int64)
+    >>> bps = np.array([0, 1, 0, 0, 0, 1, 0, 0.0])   # groups 0 and 1 join pod 0 to pod 1
+    >>> h, ok = planned_cross_spines(z, z + 1, z, z + 1, np.arange(2), bps,
+    ...                              np.array([3]), np.array([1]), 2, 2, 2)
+    >>> h.tolist(), ok      # the split has one unit on group 1 for leaves 0 -> 1
+    ([1, 1], True)
+    """
+    F = a.size
+    out = np.zeros(F, np.int64)
+    w = np.empty(H, np.int64)
+    avail = np.empty(H, np.int64)
+    n_keys = keys.size
+    for f in range(F):
+        n_avail = 0
+        for k in range(H):
+            avail[k] = 1 if ocs_bps[(k * P + pa[f]) * P + pb[f]] > 0 else 0
+            n_avail += avail[k]
+        if n_avail == 0:
+            return out, False
+        base = (a[f] * leaves + b[f]) * H
+        p = np.searchsorted(keys, base) if n_keys else 0
+        total = 0
+        for k in range(H):
+            x = 0
+            if p < n_keys and keys[p] == base + k:
+                x = vals[p]
+                p += 1
+            w[k] = x * avail[k]
+            total += w[k]
+        if total == 0:
+            for k in range(H):
+                w[k] = avail[k]
+            total = n_avail
+        pos = rank[f] % total
+        cum = 0
+        for k in range(H):
+            cum += w[k]
+            if cum > pos:
+                out[f] = k
+                break
+    return out, True
