@@ -25,7 +25,13 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["assemble_links", "split_children", "split_level", "two_channel_network"]
+__all__ = [
+    "assemble_links",
+    "forward_links",
+    "split_children",
+    "split_level",
+    "two_channel_network",
+]
 
 IntArray = NDArray[np.int64]
 
@@ -450,3 +456,45 @@ def assemble_links(
                     links[q, 5] = port % K
                 q += 1
     return links, bad
+
+
+@numba.njit(cache=True)
+def forward_links(
+    c: IntArray, pos: IntArray, channel: IntArray, side: IntArray
+) -> IntArray:  # pragma: no cover - jit
+    """Rows ``[h, channel, pod_a, port_a, pod_b, port_b]`` of the circuits ``c`` (``(n, 6)``)
+    that are links of :func:`~lumoscore.toe.model.current_links`: a forward circuit of a paired
+    channel, or a circuit of a self-paired channel with ``(pod_a, port_a) < (pod_b, port_b)``,
+    between two pods; ``h = pos[group]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ch = np.zeros((1, 2, 2), np.int64); sd = np.array([[[0, 1], [0, 1]]])
+    >>> forward_links(np.array([[0, 0, 0, 0, 1, 1], [0, 0, 1, 0, 0, 1]]), np.array([0]),
+    ...               ch, sd).tolist()
+    [[0, 0, 0, 0, 1, 1], [0, 0, 1, 0, 0, 1]]
+    """
+    n = c.shape[0]
+    keep = np.zeros(n, np.bool_)
+    k = 0
+    for r in range(n):
+        h = pos[c[r, 0]]
+        i, pi, j, pj = c[r, 2], c[r, 3], c[r, 4], c[r, 5]
+        if i == j or channel[h, i, pi] != channel[h, j, pj]:
+            continue
+        s_tx, s_rx = side[h, i, pi], side[h, j, pj]
+        if (s_tx == 0 and s_rx == 1) or (s_tx == 2 and (i < j or (i == j and pi < pj))):
+            keep[r] = True
+            k += 1
+    out = np.empty((k, 6), np.int64)
+    o = 0
+    for r in range(n):
+        if keep[r]:
+            h = pos[c[r, 0]]
+            out[o, 0] = h
+            out[o, 1] = channel[h, c[r, 2], c[r, 3]]
+            for col in range(2, 6):
+                out[o, col] = c[r, col]
+            o += 1
+    return out

@@ -53,7 +53,7 @@ from numpy.typing import NDArray
 
 from lumoscore.errors import InfeasibleError
 from lumoscore.toe.errors import CurrentConfigError, DemandError
-from lumoscore.toe.kernels import assemble_links
+from lumoscore.toe.kernels import assemble_links, forward_links
 
 __all__ = [
     "CIRCUIT_COLUMNS",
@@ -492,17 +492,12 @@ def current_links(
     gids = np.arange(H) if groups is None else np.asarray(groups, dtype=np.int64)
     pos = np.full(int(gids.max()) + 1, -1, dtype=np.int64)
     pos[gids] = np.arange(H)
-    h = pos[c[:, 0]]
-    ch = model.channel[h, c[:, 2], c[:, 3]]
-    s_tx = model.side[h, c[:, 2], c[:, 3]]
-    s_rx = model.side[h, c[:, 4], c[:, 5]]
-    ch_rx = model.channel[h, c[:, 4], c[:, 5]]
-    keep = (ch == ch_rx) & (
-        ((s_tx == 0) & (s_rx == 1))
-        | ((s_tx == 2) & ((c[:, 2] < c[:, 4]) | ((c[:, 2] == c[:, 4]) & (c[:, 3] < c[:, 5]))))
+    return forward_links(
+        np.ascontiguousarray(c, dtype=np.int64),
+        pos,
+        np.ascontiguousarray(model.channel, dtype=np.int64),
+        np.ascontiguousarray(model.side, dtype=np.int64),
     )
-    keep &= c[:, 2] != c[:, 4]
-    return np.column_stack([h, ch, c[:, 2], c[:, 3], c[:, 4], c[:, 5]])[keep]
 
 
 def channel_counts(
