@@ -48,6 +48,7 @@ from numpy.typing import NDArray
 
 from lumoscore.decompose.flow import solve_bounded_flow
 from lumoscore.errors import ConfigError, SolverError
+from lumoscore.placement.kernels import flow_pair_codes, sorted_difference
 from lumoscore.placement.state import ClusterState, DemandPart, Placement
 from lumoscore.traffic.demand import leaf_demand, research_pairs
 from lumoscore.traffic.iteration import class_times_s, iteration_flows, rank_grid
@@ -95,21 +96,6 @@ def _flow_pairs_of_schedule(job: Job, placement: Placement, state: ClusterState)
     return _pairs(state.leaf_of_gpu(src), state.leaf_of_gpu(dst), spec.leaves_per_pod, spec.leaves)
 
 
-def _group_leaf_pairs(leaf: IntArray) -> tuple[IntArray, IntArray]:
-    """All ordered pairs of distinct leaves that share a row of ``leaf`` (``(groups, size)``)."""
-    radix = int(leaf.max()) + 1
-    g = np.repeat(np.arange(leaf.shape[0]), leaf.shape[1])
-    code = np.unique(g * radix + leaf.reshape(-1))  # distinct (group, leaf), sorted
-    grp, lf = code // radix, code % radix
-    start = np.searchsorted(grp, grp, side="left")
-    cnt = np.searchsorted(grp, grp, side="right") - start
-    a = np.repeat(lf, cnt)
-    first = np.repeat(start, cnt)
-    offs = np.arange(a.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    b = lf[first + offs]
-    return a, b
-
-
 def _flow_pairs(
     job: Job, placement: Placement, state: ClusterState, grid: IntArray | None = None
 ) -> IntArray:
@@ -130,23 +116,17 @@ def _flow_pairs(
     spec = state.spec
     if grid is None:
         grid = rank_grid(job, placement.gpus)
-    leaf = state.leaf_of_gpu(grid)  # (pp, dp, tp)
+    leaf = np.ascontiguousarray(state.leaf_of_gpu(grid), dtype=np.int64)  # (pp, dp, tp)
     times = class_times_s(job)
-    a: list[IntArray] = []
-    b: list[IntArray] = []
-    if job.pp > 1 and times["pp"] > 0.0:
-        a.append(leaf[:-1].reshape(-1))
-        b.append(leaf[1:].reshape(-1))
-    if job.dp > 1 and times["dp"] > 0.0:
-        a.append(leaf.reshape(-1))
-        b.append(np.roll(leaf, -1, axis=1).reshape(-1))
-    if job.ep > job.tp and times["ep"] > 0.0:
-        ea, eb = _group_leaf_pairs(leaf.reshape(-1, ep))
-        a.append(ea)
-        b.append(eb)
-    if not a:
-        return np.zeros(0, np.int64)
-    return _pairs(np.concatenate(a), np.concatenate(b), spec.leaves_per_pod, spec.leaves)
+    return flow_pair_codes(
+        leaf,
+        ep,
+        job.pp > 1 and times["pp"] > 0.0,
+        job.dp > 1 and times["dp"] > 0.0,
+        job.ep > job.tp and times["ep"] > 0.0,
+        spec.leaves_per_pod,
+        spec.leaves,
+    )
 
 
 def _cover_flows(
@@ -162,7 +142,11 @@ def _cover_flows(
     """Add one link (connectivity) for every cross-pod leaf pair the job's flows use that the
     rule's entries ``(r < c, val, cost)`` leave out, with the costliest class's sharing cost."""
     n = state.spec.leaves
-    miss = np.setdiff1d(_flow_pairs(job, placement, state, grid), r * n + c)
+    have = r * n + c  # ascending and distinct (the rule's entries, in row-major order)
+    flows = _flow_pairs(job, placement, state, grid)
+    if len(have) > 1 and (np.diff(have) <= 0).any():
+        have = np.unique(have)
+    miss = sorted_difference(np.ascontiguousarray(flows, dtype=np.int64), have)
     if not miss.size:
         return r, c, val, cost
     c_pp, c_dp = class_costs(job)

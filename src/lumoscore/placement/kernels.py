@@ -19,7 +19,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["pod_slots"]
+__all__ = ["flow_pair_codes", "pod_slots", "sorted_difference"]
 
 IntArray = NDArray[np.int64]
 
@@ -113,3 +113,90 @@ def pod_slots(
         out[o] = cand[pick[q]]
         o += 1
     return out
+
+
+@numba.njit(cache=True)
+def flow_pair_codes(
+    leaf: IntArray,
+    ep: int,
+    use_pp: bool,
+    use_dp: bool,
+    use_ep: bool,
+    leaves_per_pod: int,
+    leaves: int,
+) -> IntArray:  # pragma: no cover - jit
+    """Sorted distinct codes ``min(a, b) * leaves + max(a, b)`` of the cross-pod leaf pairs
+    joined by a job's flows, from the leaf of every rank (``leaf``: ``(pp, dp, tp)``):
+    neighbouring pipeline stages (``use_pp``), neighbouring DP ranks of a ring, wrap-around
+    included (``use_dp``), and every two leaves of an expert group of ``ep`` consecutive
+    ranks (``use_ep``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> leaf = np.array([[[0], [2]], [[1], [3]]])        # pp = 2, dp = 2, tp = 1
+    >>> flow_pair_codes(leaf, 1, True, True, False, 2, 4).tolist()   # pods {0, 1}, {2, 3}: DP
+    [2, 7]
+    """
+    pp, dp, tp = leaf.shape
+    flat = leaf.reshape(-1)
+    n_ranks = flat.size
+    cap = 0
+    if use_pp:
+        cap += (pp - 1) * dp * tp
+    if use_dp:
+        cap += n_ranks
+    if use_ep:
+        cap += (n_ranks // ep) * ep * (ep - 1)
+    codes = np.empty(cap, np.int64)
+    k = 0
+    if use_pp:
+        for s in range(pp - 1):
+            for d in range(dp):
+                for t in range(tp):
+                    x, y = leaf[s, d, t], leaf[s + 1, d, t]
+                    if x // leaves_per_pod != y // leaves_per_pod:
+                        codes[k] = min(x, y) * leaves + max(x, y)
+                        k += 1
+    if use_dp:
+        for s in range(pp):
+            for d in range(dp):
+                for t in range(tp):
+                    x, y = leaf[s, d, t], leaf[s, (d + 1) % dp, t]
+                    if x // leaves_per_pod != y // leaves_per_pod:
+                        codes[k] = min(x, y) * leaves + max(x, y)
+                        k += 1
+    if use_ep:
+        for g in range(n_ranks // ep):
+            row = np.unique(flat[g * ep : (g + 1) * ep])
+            for u in range(row.size):
+                for v in range(u + 1, row.size):
+                    x, y = row[u], row[v]
+                    if x // leaves_per_pod != y // leaves_per_pod:
+                        codes[k] = x * leaves + y
+                        k += 1
+    return np.unique(codes[:k])
+
+
+@numba.njit(cache=True)
+def sorted_difference(a: IntArray, b: IntArray) -> IntArray:  # pragma: no cover - jit
+    """Elements of ``a`` not in ``b`` (both sorted and distinct), in order
+    (``np.setdiff1d`` of such arrays).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sorted_difference(np.array([1, 3, 5, 7]), np.array([3, 4, 7])).tolist()
+    [1, 5]
+    """
+    out = np.empty(a.size, np.int64)
+    k = 0
+    q = 0
+    for x in a:
+        while q < b.size and b[q] < x:
+            q += 1
+        if q < b.size and b[q] == x:
+            continue
+        out[k] = x
+        k += 1
+    return out[:k]
