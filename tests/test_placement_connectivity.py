@@ -213,3 +213,45 @@ def test_flow_pairs_are_the_cross_pod_pairs_of_the_iteration_flows(
             if x // spec.leaves_per_pod != y // spec.leaves_per_pod:
                 want.add(min(x, y) * spec.leaves + max(x, y))
     assert sorted(want) == _flow_pairs(job, placement, state).tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([(2, 2, 1), (1, 4, 2), (3, 2, 2), (2, 3, 1)]),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+def test_flow_pair_codes_match_numpy(seed, shape, use_pp, use_dp, use_ep) -> None:  # type: ignore[no-untyped-def]
+    """The compiled pair codes equal the NumPy formulation (pipeline neighbours, DP ring
+    neighbours with wrap-around, all pairs of every expert group; cross-pod pairs only)."""
+    from lumoscore.placement.kernels import flow_pair_codes, sorted_difference
+
+    rng = np.random.default_rng(seed)
+    pp, dp, tp = shape
+    n, per = 12, 3
+    leaf = rng.integers(0, n, size=(pp, dp, tp)).astype(np.int64)
+    ep = tp * int(rng.choice([d for d in range(1, dp + 1) if dp % d == 0]))
+    a, b = [], []
+    if use_pp and pp > 1:
+        a.append(leaf[:-1].reshape(-1))
+        b.append(leaf[1:].reshape(-1))
+    if use_dp:
+        a.append(leaf.reshape(-1))
+        b.append(np.roll(leaf, -1, axis=1).reshape(-1))
+    if use_ep:
+        for row in leaf.reshape(-1, ep):
+            u = np.unique(row)
+            x, y = np.meshgrid(u, u)
+            a.append(x.reshape(-1))
+            b.append(y.reshape(-1))
+    want = np.zeros(0, np.int64)
+    if a:
+        x, y = np.concatenate(a), np.concatenate(b)
+        cross = x // per != y // per
+        want = np.unique(np.minimum(x, y)[cross] * n + np.maximum(x, y)[cross])
+    got = flow_pair_codes(leaf, ep, use_pp and pp > 1, use_dp, use_ep, per, n)
+    assert got.tolist() == want.tolist()
+    drop = want[::2]
+    assert sorted_difference(got, drop).tolist() == np.setdiff1d(want, drop).tolist()

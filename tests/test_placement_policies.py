@@ -158,3 +158,49 @@ def test_rail_optimized_leaf_map() -> None:
     assert st_.leaf_of_gpu(np.array([0, 8, 15, 128 + 3])).tolist() == [0, 0, 7, 11]
     p = get_policy().place(st_, make_job(1, 64, pp=2))
     assert p.tier == "leaf" and len(p.leaves) == 8  # a rail group spans all 8 rails
+
+
+def _pod_slots_reference(slot_free, idle, server_free, pod, m, sps, per_leaf, per_pod, gpp):  # type: ignore[no-untyped-def]
+    """The NumPy formulation of the in-pod slot choice, an independent reference."""
+    nb = per_pod // per_leaf
+    base = pod * per_pod
+    pf = slot_free[base : base + per_pod].reshape(nb, per_leaf)
+    f = pf.sum(axis=1)
+    idle_b = idle[pod * gpp : (pod + 1) * gpp].reshape(nb, -1).sum(axis=1)
+    order = np.lexsort((np.arange(nb), idle_b, -f))
+    k = int(np.searchsorted(np.cumsum(f[order]), m) + 1)
+    chosen = order[: k - 1]
+    rest = m - int(f[chosen].sum())
+    left = np.ones(nb, dtype=bool)
+    left[chosen] = False
+    fit = np.flatnonzero(left & (f >= rest))
+    last = int(fit[np.lexsort((fit, idle_b[fit], f[fit]))[0]])
+    r, c = np.nonzero(pf[chosen])
+    lb = base + last * per_leaf
+    idx = np.flatnonzero(pf[last])
+    rel = server_free[lb // sps :]
+    tail = lb + idx[np.lexsort((idx, rel[idx // sps]))]
+    return np.concatenate([base + chosen[r] * per_leaf + c, tail[:rest]])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([(1, 4, 4), (2, 4, 2), (4, 8, 8)]))
+def test_pod_slots_kernel_matches_reference(seed: int, shape: tuple[int, int, int]) -> None:
+    """The compiled in-pod slot choice equals the NumPy formulation (random free slots)."""
+    from lumoscore.placement.kernels import pod_slots
+
+    sps, per_leaf, nb = shape
+    rng = np.random.default_rng(seed)
+    pods = 2
+    per_pod = per_leaf * nb
+    tp = 2
+    slot_free = rng.random(pods * per_pod) < 0.6
+    idle = np.repeat(slot_free, tp) | (rng.random(pods * per_pod * tp) < 0.2)
+    server_free = slot_free.reshape(-1, sps).sum(axis=1).astype(np.int64)
+    pod = int(rng.integers(pods))
+    have = int(slot_free[pod * per_pod : (pod + 1) * per_pod].sum())
+    if have == 0:
+        return
+    m = int(rng.integers(1, have + 1))
+    args = (slot_free, idle, server_free, pod, m, sps, per_leaf, per_pod, per_pod * tp)
+    assert pod_slots(*args).tolist() == _pod_slots_reference(*args).tolist()

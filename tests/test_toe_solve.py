@@ -273,3 +273,41 @@ def test_forward_split_in_blocks_is_the_per_block_decomposition(seed, H, per) ->
             assert (A[s + b] == ref[b * P : (b + 1) * P, b * P : (b + 1) * P]).all()
     assert keys.tolist() == np.flatnonzero(A).tolist()
     assert vals.tolist() == A.reshape(-1)[keys].tolist()
+
+
+def test_assemble_names_the_pod_without_free_ports() -> None:
+    """Counts needing more ports than a pod has in a channel: the error names group, pod and
+    channel (the first end, in request order, that finds no free port)."""
+    from lumoscore.errors import InfeasibleError
+    from lumoscore.toe.model import PortModel, assemble_sparse
+
+    t = np.broadcast_to(np.arange(2), (1, 3, 2))  # uniform wiring: one port per channel
+    pm = PortModel.from_arrays(t, t, t, t)
+    with pytest.raises(InfeasibleError, match="group 0: pod 0 has too few free ports in channel 0"):
+        assemble_sparse(pm, [1, 2], [2, 1])  # x[0, 0, 0, 1] = 2, x[0, 0, 0, 2] = 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_configure_keeps_circuits_it_can(seed: int) -> None:
+    """Configuring again from a random configuration (random demand each time) gives valid
+    circuits; re-running with the result as current changes nothing."""
+    from lumoscore.topology import ClusterSpec, build_wiring, verify_circuits
+
+    rng = np.random.default_rng(seed)
+    spec = ClusterSpec(pods=4, k_leaf=2, k_spine=4, tau=1, gpus_per_server=2, ocs_ports=4)
+    w = build_wiring(spec, "cross")
+    cur = None
+    for _ in range(3):
+        C = np.zeros((2, 4, 4), np.int64)
+        for h in range(2):
+            for _k in range(int(rng.integers(0, 5))):
+                i, j = rng.choice(4, 2, replace=False)
+                if C[h, i].sum() < 4 and C[h, j].sum() < 4:
+                    C[h, i, j] += 1
+                    C[h, j, i] += 1
+        res = configure(C, w, current=cur)
+        assert verify_circuits(w, res.circuits, C) == []
+        again = configure(C, w, current=res.circuits)
+        assert np.array_equal(again.circuits, res.circuits)
+        cur = res.circuits

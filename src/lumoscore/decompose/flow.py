@@ -15,7 +15,7 @@ from ortools.graph.python import min_cost_flow
 from lumoscore.decompose.intmath import group_sums
 from lumoscore.errors import SolverError
 
-__all__ = ["solve_bounded_flow"]
+__all__ = ["solve_bounded_flow", "solve_live_flow"]
 
 
 def solve_bounded_flow(
@@ -90,20 +90,46 @@ def solve_bounded_flow(
     nonzero = np.flatnonzero(supply)
     if nonzero.size == 0 and not (costs[live] < 0).any():
         return flow  # zero flow is optimal: nothing to send and no negative-cost cycle
+    flow[live] += solve_live_flow(
+        num_nodes, tails[live], heads[live], caps[live], costs[live], nonzero, supply[nonzero]
+    )
+    return flow
+
+
+def solve_live_flow(
+    num_nodes: int,
+    tails: np.ndarray,
+    heads: np.ndarray,
+    caps: np.ndarray,
+    costs: np.ndarray,
+    nodes: np.ndarray,
+    supplies: np.ndarray,
+) -> np.ndarray:
+    """The OR-Tools step of :func:`solve_bounded_flow`: arcs with capacity > 0 (no lower
+    bounds), the supplies of the nodes ``nodes``; ``int64`` flow on each arc.
+
+    Raises :class:`~lumoscore.errors.SolverError` unless OR-Tools reports ``OPTIMAL``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> solve_live_flow(2, np.array([0]), np.array([1]), np.array([3]), np.array([1]),
+    ...                 np.array([0, 1]), np.array([2, -2])).tolist()
+    [2]
+    """
     smcf = min_cost_flow.SimpleMinCostFlow()
     arcs = smcf.add_arcs_with_capacity_and_unit_cost(
-        tails[live].astype(np.int32),
-        heads[live].astype(np.int32),
-        caps[live],
-        costs[live],
+        np.asarray(tails).astype(np.int32),
+        np.asarray(heads).astype(np.int32),
+        np.asarray(caps, dtype=np.int64),
+        np.asarray(costs, dtype=np.int64),
     )
-    smcf.set_nodes_supplies(nonzero.astype(np.int32), supply[nonzero])
+    smcf.set_nodes_supplies(np.asarray(nodes).astype(np.int32), np.asarray(supplies, np.int64))
     status = smcf.solve()
     if status != smcf.OPTIMAL:
         raise SolverError(
             f"OR-Tools min-cost flow returned status {status!r} on a network with "
-            f"{num_nodes} nodes and {live.size} arcs; expected OPTIMAL (feasibility is "
+            f"{num_nodes} nodes and {len(caps)} arcs; expected OPTIMAL (feasibility is "
             "guaranteed by the decomposition theorems, so this is a bug)"
         )
-    flow[live] += np.asarray(smcf.flows(np.asarray(arcs, dtype=np.int32)), dtype=np.int64)
-    return flow
+    return np.asarray(smcf.flows(np.asarray(arcs, dtype=np.int32)), dtype=np.int64)

@@ -47,8 +47,9 @@ from typing import Any
 import numpy as np
 
 from lumoscore.decompose.errors import BadShapeError, DecompositionInputError
-from lumoscore.decompose.flow import solve_bounded_flow
-from lumoscore.decompose.intmath import floor_ceil_div, group_sums
+from lumoscore.decompose.flow import solve_live_flow
+from lumoscore.decompose.intmath import floor_ceil_div
+from lumoscore.decompose.kernels import pair_network
 from lumoscore.decompose.reporting import describe_violations
 from lumoscore.decompose.validation import (
     as_integer_matrix,
@@ -72,23 +73,6 @@ def _validated_symmetric(C: Any) -> np.ndarray:
     return C
 
 
-def _pair_bounds(
-    c: np.ndarray, p_ij: np.ndarray | None, p_ji: np.ndarray | None
-) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
-    """Base value and tier capacities of each pair: ``(a0, [down caps], [up caps])``.
-
-    Tier ``t`` costs ``t`` per unit; "down" lowers ``a = A_ij``, "up" raises it.
-    """
-    if p_ij is None or p_ji is None:
-        half = c // 2
-        return c - half, [c - 2 * half], []
-    a0 = np.minimum(p_ij, c)
-    flat_from = np.clip(c - p_ji, 0, c)  # f is flat (no extra cost) for a >= flat_from
-    down0 = np.maximum(a0 - flat_from, 0)
-    up0 = np.maximum(flat_from - a0, 0)
-    return a0, [down0, a0 - down0], [up0, c - a0 - up0]
-
-
 def _split_pairs(
     n: int,
     i: np.ndarray,
@@ -101,26 +85,27 @@ def _split_pairs(
 ) -> np.ndarray:
     """``a = A_ij`` of every pair ``i < j`` (values ``c``) of an ``n``-node matrix with row sums
     ``R`` and ``A_ii = half_diag``: the min-cost flow of the module docstring."""
-    a0, down, up = _pair_bounds(c, p_ij, p_ji)
-    # Row sums of the base matrix and the [lo, hi] targets of Theorem 2.1.
-    lo, hi = floor_ceil_div(R, 2)
-    r0 = half_diag + group_sums(i, a0, n) + group_sums(j, c - a0, n)
-    supplies = np.empty(n + 1, dtype=np.int64)
-    supplies[:n] = r0 - hi
-    supplies[n] = -supplies[:n].sum()
-
-    # Pair arcs, one block of m arcs per tier: "down" tiers i -> j lower a, "up" tiers raise it;
-    # tier t costs t per unit. Then S -> pod arcs of capacity ceil - floor.
-    m = len(i)
-    tiers = down + up
-    tier_cost = [*range(len(down)), *range(len(up))]
-    tails = np.concatenate([i] * len(down) + [j] * len(up) + [np.full(n, n)])
-    heads = np.concatenate([j] * len(down) + [i] * len(up) + [np.arange(n)])
-    upper = np.concatenate([*tiers, hi - lo])
-    costs = np.repeat(np.array([*tier_cost, 0], dtype=np.int64), [m] * len(tiers) + [n])
-    flow = solve_bounded_flow(n + 1, tails, heads, np.zeros_like(upper), upper, costs, supplies)
-    moves = flow[: m * len(tiers)].reshape(len(tiers), m)
-    return a0 - moves[: len(down)].sum(axis=0) + moves[len(down) :].sum(axis=0)
+    prefer = p_ij is not None and p_ji is not None
+    z = np.zeros(0, np.int64)
+    as64 = [np.ascontiguousarray(x, dtype=np.int64) for x in (i, j, c, R, half_diag)]
+    pij = z if not prefer else np.ascontiguousarray(p_ij, dtype=np.int64)
+    pji = z if not prefer else np.ascontiguousarray(p_ji, dtype=np.int64)
+    # Pair arcs, one block of m arcs per tier ("down" tiers i -> j lower a, "up" tiers raise
+    # it, tier t costs t per unit), then S -> pod arcs of capacity ceil - floor of the row
+    # sums' halves; S balances the supplies r0 - ceil (r0: row sums of the base matrix).
+    tails, heads, caps, costs, live, nodes, supply, a0, bad, bad_cap = pair_network(
+        n, as64[0], as64[1], as64[2], pij, pji, as64[3], as64[4], prefer
+    )
+    if bad >= 0:
+        raise ValueError(f"arc {bad} has lower bound 0 > upper bound {bad_cap}")
+    if not nodes.size:  # zero flow is optimal: nothing to send, no negative cost
+        return a0
+    m = len(as64[0])
+    n_tiers, n_down = (4, 2) if prefer else (1, 1)
+    flow = np.zeros(n_tiers * m + n, np.int64)
+    flow[live] = solve_live_flow(n + 1, tails, heads, caps, costs, nodes, supply)
+    moves = flow[: m * n_tiers].reshape(n_tiers, m)
+    return a0 - moves[:n_down].sum(axis=0) + moves[n_down:].sum(axis=0)
 
 
 def symmetric_decomposition(C: Any, *, prefer: Any = None) -> np.ndarray:
@@ -265,7 +250,10 @@ def symmetric_pairs_batch(
     [[0], [0], [1], [3], [2]]
     """
     k, n, _ = C.shape
-    g, il, jl = np.nonzero(np.triu(C, 1))
+    flat = np.flatnonzero(C)  # row-major, like np.nonzero; keep the upper triangle
+    g, il, jl = flat // (n * n), flat // n % n, flat % n
+    upper = il < jl
+    g, il, jl = g[upper], il[upper], jl[upper]
     c = C[g, il, jl]
     p_ij = None if prefer is None else prefer[g, il, jl]
     p_ji = None if prefer is None else prefer[g, jl, il]

@@ -78,7 +78,13 @@ from numpy.typing import NDArray
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.fabric.base import Fabric, FabricChange, IntArray, Routes, check_positive
 from lumoscore.fabric.hashing import flow_hash
-from lumoscore.fabric.routing import rank_within_groups
+from lumoscore.fabric.lumos_kernels import (
+    classify_flows,
+    intra_spines,
+    ocs_capacity_diff,
+    planned_cross_spines,
+    route_links,
+)
 from lumoscore.placement import ClusterState, admit, finish
 from lumoscore.toe import PortModel
 from lumoscore.topology import ClusterSpec, build_wiring
@@ -239,7 +245,11 @@ class LumosCoreFabric(Fabric):
         self.shared_links: dict[int, int] = {}
         self._job_lookup: dict[int, tuple[IntArray, IntArray]] = {}
         self._job_split: dict[int, tuple[IntArray, IntArray, IntArray, IntArray]] = {}
-        self._job_ocs: dict[int, IntArray] = {}
+        self._job_ocs_new: dict[int, list[IntArray]] = {}  # OCS links routed, not merged yet
+        self._job_ocs_seen: dict[int, IntArray] = {}  # OCS links routed, merged (_job_ocs)
+        #: ``(job_id, logical topology, failed links, (up, down))`` of the last
+        #: :meth:`_free_units` call (the rounds of one job's plan all see the same state)
+        self._free_cache: tuple[int, Any, IntArray, tuple[IntArray, IntArray]] | None = None
         self._hash_seed = int(np.random.default_rng(seed).integers(0, 2**32, dtype=np.uint64))
         self.stats = {
             "admissions": 0,
@@ -309,21 +319,24 @@ class LumosCoreFabric(Fabric):
 
     # ------------------------------------------------------------------ placer
     def _ocs_change(self, delay_s: float, note: str) -> FabricChange:
-        new = self.ocs_circuits().reshape(-1) * self.spec.port_bps
-        old = self.capacity_bps[self.off_ocs :]
-        diff = np.flatnonzero(new != old)
-        lost = self.off_ocs + diff[new[diff] == 0]
+        circuits = np.ascontiguousarray(self.state.circuits, dtype=np.int64)
+        old = np.ascontiguousarray(self.capacity_bps[self.off_ocs :])
+        diff, new_bps = ocs_capacity_diff(circuits, old, self._H, self._P, self.spec.port_bps)
+        lost = diff[new_bps == 0]
         # running jobs whose routes cross a circuit that goes away are routed again
-        reroute = (
-            tuple(sorted(j for j, used in self._job_ocs.items() if np.isin(used, lost).any()))
-            if lost.size
-            else ()
-        )
+        reroute: tuple[int, ...] = ()
+        if lost.size:
+            gone = np.zeros(old.size, bool)
+            gone[lost] = True
+            off = self.off_ocs
+            reroute = tuple(
+                sorted(j for j, used in self._job_ocs.items() if gone[used - off].any())
+            )
         self.stats["rerouted_jobs"] += len(reroute)
         return FabricChange(
             delay_s=delay_s,
             links=(self.off_ocs + diff).astype(np.int64),
-            capacity_bps=new[diff].astype(float),
+            capacity_bps=new_bps,
             note=note,
             reroute=reroute,
         )
@@ -334,7 +347,8 @@ class LumosCoreFabric(Fabric):
         split = self._own_split(job_id)
         self._job_split[job_id] = split
         self._job_lookup[job_id] = _split_lookup(split, self._n, self._H)
-        self._job_ocs.pop(job_id, None)
+        self._forget_ocs(job_id)
+        self._free_cache = None
 
     def place(self, job: Job) -> IntArray | None:
         """Admit ``job`` (placement, logical topology, OCS configuration); its GPUs in rank
@@ -360,6 +374,7 @@ class LumosCoreFabric(Fabric):
         rewired = int(adm.rewired_circuits)
         self.stats["rewired_circuits"] += rewired
         split = self._own_split(job.job_id)
+        self._free_cache = None
         self._job_split[job.job_id] = split
         self._job_lookup[job.job_id] = _split_lookup(split, self._n, self._H)
         change = self._ocs_change(
@@ -383,7 +398,8 @@ class LumosCoreFabric(Fabric):
         self._pending.pop(job_id, None)
         self._job_lookup.pop(job_id, None)
         self._job_split.pop(job_id, None)
-        self._job_ocs.pop(job_id, None)
+        self._forget_ocs(job_id)
+        self._free_cache = None
         finish(self.state, job_id, wiring=self._toe_wiring, solver=self.solver)
         change = self._ocs_change(0.0, f"release job {job_id}")
         if not change.empty:
@@ -423,51 +439,60 @@ class LumosCoreFabric(Fabric):
         G, F = spec.gpus, src.size
         if self.routing == "ideal":
             return Routes.from_columns(src, G + dst)
-        a = src // spec.k_leaf  # leaf of each GPU (endpoints checked above)
-        b = dst // spec.k_leaf
-        pa, pb = a // spec.leaves_per_pod, b // spec.leaves_per_pod
-        same_leaf = a == b
-        intra = (pa == pb) & ~same_leaf
-        cross = pa != pb
-        h = np.zeros(F, np.int64)
-        pair = a * n + b
-        rank = rank_within_groups(np.where(same_leaf, -1, pair))
+        # leaves and pods of the endpoints (checked above), rank and count of every flow
+        # among the call's flows of its leaf pair, the intra-pod and the cross-pod flows
+        a, b, pa, pb, rank, count, intra, cross = classify_flows(
+            src, dst, spec.k_leaf, spec.leaves_per_pod, n
+        )
         hashes = self._hash(src, dst, flow_key) if self.routing == "ecmp" else None
-        if intra.any():
-            idx = np.flatnonzero(intra)
+        h = np.zeros(F, np.int64)
+        if intra.size:
             if hashes is not None:
-                h[idx] = (hashes[idx] % np.uint32(H)).astype(np.int64)
+                h[intra] = (hashes[intra] % np.uint32(H)).astype(np.int64)
             else:
-                h[idx] = self._intra_spines(a[idx], b[idx], rank[idx], job_id)
+                h[intra] = self._intra_spines(intra, a, b, rank, count, job_id)
         via = np.full(F, -1, np.int64)  # intermediate pod of a two-hop cross-pod route
-        if cross.any():
-            idx = np.flatnonzero(cross)
+        n_cross = cross.size
+        if n_cross:
+            idx = slice(None) if n_cross == F else cross
             h[idx], via[idx] = self._cross_spines(
                 a[idx], b[idx], pa[idx], pb[idx], rank[idx],
                 None if hashes is None else hashes[idx], job_id,
             )  # fmt: skip
-        two = via >= 0
-        hops = np.where(same_leaf, 2, np.where(intra, 4, np.where(two, 6, 5)))
-        mat = np.empty((F, 6), np.int64)
-        mat[:, 0] = src
-        up = self.off_leaf_up + a * H + h
-        down = self.off_leaf_down + b * H + h
-        ocs = self.ocs_link(h, pa, np.where(two, via, pb))
-        ocs2 = self.ocs_link(h, np.maximum(via, 0), pb)
-        mat[:, 1] = np.where(same_leaf, G + dst, up)
-        mat[:, 2] = np.where(intra, down, ocs)
-        mat[:, 3] = np.where(intra, G + dst, np.where(two, ocs2, down))
-        mat[:, 4] = np.where(two, down, G + dst)
-        mat[:, 5] = G + dst
-        if cross.any():
-            used = np.unique(np.concatenate([ocs[cross], ocs2[two]]))
-            prev = self._job_ocs.get(job_id)
-            self._job_ocs[job_id] = used if prev is None else np.union1d(prev, used)
-            self.stats["two_hop_flows"] += int(two.sum())
-        keep = np.arange(6) < hops[:, None]
-        indptr = np.zeros(F + 1, np.int64)
-        np.cumsum(hops, out=indptr[1:])
-        return Routes(indptr, mat[keep])
+            hc, pac, pbc, vc = h[idx], pa[idx], pb[idx], via[idx]
+            two = vc >= 0
+            if two.any():
+                used = [self.ocs_link(hc, pac, np.where(two, vc, pbc))]
+                used.append(self.ocs_link(hc[two], vc[two], pbc[two]))
+                self._note_ocs(job_id, np.concatenate(used))
+                self.stats["two_hop_flows"] += int(two.sum())
+            else:
+                self._note_ocs(job_id, self.ocs_link(hc, pac, pbc))
+        P = self._P
+        indptr, indices = route_links(
+            src, dst, a, b, pa, pb, h, via, G,
+            self.off_leaf_up, self.off_leaf_down, self.off_ocs, H, P,
+        )  # fmt: skip
+        return Routes(indptr, indices)
+
+    def _note_ocs(self, job_id: int, links: IntArray) -> None:
+        """Record OCS links the job's routes cross (merged lazily, see :attr:`_job_ocs`)."""
+        self._job_ocs_new.setdefault(job_id, []).append(links)
+
+    @property
+    def _job_ocs(self) -> dict[int, IntArray]:
+        """OCS links (sorted, distinct) each job's current routes cross."""
+        for job_id, parts in self._job_ocs_new.items():
+            prev = self._job_ocs_seen.get(job_id)
+            if prev is not None:
+                parts = [prev, *parts]
+            self._job_ocs_seen[job_id] = np.unique(np.concatenate(parts))
+        self._job_ocs_new.clear()
+        return self._job_ocs_seen
+
+    def _forget_ocs(self, job_id: int) -> None:
+        self._job_ocs_new.pop(job_id, None)
+        self._job_ocs_seen.pop(job_id, None)
 
     def _own_split(self, job_id: int) -> tuple[IntArray, IntArray, IntArray, IntArray]:
         """The job's per-spine split as COO ``(a, b, h, value)``: the entries its admission
@@ -491,6 +516,16 @@ class LumosCoreFabric(Fabric):
         and down (the job's own cross-pod requirements run in other rounds or are counted in
         its own flows)."""
         topo = self.state.logical
+        failed = self.state.failed_links
+        hit = self._free_cache
+        if (
+            topo is not None
+            and hit is not None
+            and hit[0] == job_id
+            and hit[1] is topo
+            and np.array_equal(hit[2], failed)
+        ):
+            return hit[3]
         cap = self.state.link_capacity()
         if topo is None:
             return cap, cap
@@ -503,23 +538,27 @@ class LumosCoreFabric(Fabric):
         np.add.at(own_down, (b, h), v)
         up = np.maximum(cap - np.maximum(topo.leaf_up - own_up, 0), 0)
         down = np.maximum(cap - np.maximum(topo.leaf_down - own_down, 0), 0)
+        self._free_cache = (job_id, topo, np.array(failed), (up, down))
         return up, down
 
-    def _intra_spines(self, a: IntArray, b: IntArray, rank: IntArray, job_id: int) -> IntArray:
-        """Planned intra-pod spines: the flows of leaf pair ``(a, b)`` take the leaf-spine links
-        left free by the other jobs' cross-pod split (``min`` of the free links at both ends,
-        every link when none is free) in turn, starting at an offset ``m_ab * ((b - a) mod leaves)``
-        (``m_ab`` flows of the pair in this call) so that an all-to-all or a ring between the
-        leaves of a pod is spread evenly at both the sending and the receiving leaves."""
+    def _intra_spines(
+        self,
+        idx: IntArray,
+        a: IntArray,
+        b: IntArray,
+        rank: IntArray,
+        count: IntArray,
+        job_id: int,
+    ) -> IntArray:
+        """Planned intra-pod spines of the flows ``idx``: the flows of leaf pair ``(a, b)`` take
+        the leaf-spine links left free by the other jobs' cross-pod split (``min`` of the free
+        links at both ends, every link when none is free) in turn, starting at an offset
+        ``m_ab * ((b - a) mod leaves)`` (``m_ab`` flows of the pair in this call: ``count``) so
+        that an all-to-all or a ring between the leaves of a pod is spread evenly at both the
+        sending and the receiving leaves."""
         up, down = self._free_units(job_id)
-        w = np.minimum(up[a], down[b])
-        none = w.sum(axis=1) == 0
-        w[none] = self.spec.tau
-        pair = a * self._n + b
-        _, inv, cnt = np.unique(pair, return_inverse=True, return_counts=True)
-        lpp = self.spec.leaves_per_pod
-        offset = cnt[inv] * ((b - a) % lpp)
-        return _spread(w, rank + offset)
+        tau, lpp = self.spec.tau, self.spec.leaves_per_pod
+        return intra_spines(idx, a, b, rank, count, up, down, tau, lpp)
 
     def _cross_spines(
         self,
@@ -533,6 +572,13 @@ class LumosCoreFabric(Fabric):
     ) -> tuple[IntArray, IntArray]:
         """Group ``h`` and intermediate pod (-1: direct) of each cross-pod flow."""
         n, H = self._n, self._H
+        lookup = self._job_lookup.get(job_id)
+        if hashes is None and lookup is not None:  # planned, the job's split: one kernel pass
+            h, direct = planned_cross_spines(
+                a, b, pa, pb, rank, self.capacity_bps[self.off_ocs :], *lookup, n, H, self._P
+            )
+            if direct:
+                return h, np.full(a.size, -1, np.int64)
         circuits = self.capacity_bps[self.off_ocs :].reshape(H, self._P, self._P) > 0
         avail = circuits[:, pa, pb].T.astype(np.int64)  # (F, H)
         direct = avail.sum(axis=1) > 0
@@ -561,7 +607,6 @@ class LumosCoreFabric(Fabric):
             cnt = avail.sum(axis=1)
             k = (hashes % cnt.astype(np.uint32)).astype(np.int64)
             return _spread(avail, k), none
-        lookup = self._job_lookup.get(job_id)
         if lookup is not None:
             w = _split_rows(lookup, a, b, n, H)
         else:  # routes of a job this fabric did not place: the pairs' whole split

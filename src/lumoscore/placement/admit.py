@@ -60,7 +60,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, InfeasibleError
@@ -331,12 +330,24 @@ def reconfigure(
     new = old
     rewired = 0
     if changed.size:
-        res = configure(demand[changed], wiring, current=old, solver=solver, groups=changed)
-        hit = np.isin(old[:, 0], changed) if len(old) else np.zeros(0, bool)
+        # circuits this function deployed for the same wiring need no validation
+        trusted = old is state.toe_circuits and wiring is state.toe_wiring
+        res = configure(
+            demand[changed], wiring, current=old, solver=solver, groups=changed, check=not trusted
+        )
+        member = np.zeros(H, bool)
+        member[changed] = True
+        hit = member[old[:, 0]]
         new = np.concatenate([old[~hit], res.circuits]).astype(np.int64)
-        new = sort_rows(new)
+        # trusted: both parts sorted and their groups disjoint, so sorting by group suffices
+        new = new[np.argsort(new[:, 0], kind="stable")] if trusted else sort_rows(new)
         # unchanged groups keep their circuits: compare the changed groups only
-        rewired = rewired_circuits(res.circuits, old[hit]) if len(res.circuits) else 0
+        if not len(res.circuits):
+            rewired = 0
+        elif trusted:
+            rewired = _new_circuits(res.circuits, old[hit], np.shape(wiring.tx_ocs))
+        else:
+            rewired = rewired_circuits(res.circuits, old[hit])
     t2 = time.perf_counter()
     plan = None
     if iota is not None and len(old) and changed.size:
@@ -347,6 +358,7 @@ def reconfigure(
             notes.append(f"staged plan: {exc}")
     state.logical = topo
     state.circuits = new
+    state.toe_circuits, state.toe_wiring = new, wiring
     return Reconfiguration(
         logical=topo,
         circuits=new,
@@ -361,8 +373,23 @@ def reconfigure(
     )
 
 
-def _matrix(part: DemandPart, n: int) -> sp.csr_array:
-    return sp.csr_array((part.values, (part.rows, part.cols)), shape=(n, n))
+def _new_circuits(new: IntArray, old: IntArray, shape: tuple[int, ...]) -> int:
+    """:func:`~lumoscore.toe.rewired_circuits` of two valid configurations (every Tx port in
+    at most one circuit): circuits of ``new`` whose Tx port has another circuit, or none, in
+    ``old``, through a table indexed by Tx port instead of sorting (``shape``: the wiring's
+    ``(H, P, K)``)."""
+    H, P, K = shape
+    tx_new = (new[:, 0] * P + new[:, 2]) * K + new[:, 3]
+    tx_old = (old[:, 0] * P + old[:, 2]) * K + old[:, 3]
+    rest = (new[:, 1] * P + new[:, 4]) * K + new[:, 5]  # (ocs, rx pod, rx port)
+    table = np.full(H * P * K, -1, np.int64)
+    table[tx_old] = (old[:, 1] * P + old[:, 4]) * K + old[:, 5]
+    return int(np.count_nonzero(table[tx_new] != rest))
+
+
+def _matrix(part: DemandPart) -> tuple[IntArray, IntArray, IntArray]:
+    """The part as the COO triple the logical-topology functions accept for ``L``."""
+    return part.rows, part.cols, part.values
 
 
 def _incremental(
@@ -380,7 +407,7 @@ def _incremental(
     cap = state.link_capacity()
     if mode == "full" or old is None or not np.array_equal(old.capacity, cap):
         return None
-    m = _matrix(part, state.spec.leaves)
+    m = _matrix(part)
     if not add:
         if split is not None:  # exactly what the job added: only its OCS groups change
             return apply_split(old, split, state.spec, sign=-1)
@@ -393,10 +420,11 @@ def _incremental(
     return topo
 
 
-def _overloaded(state: ClusterState, part: DemandPart, limit: int) -> IntArray:
-    n = state.spec.leaves
-    add = np.bincount(part.rows, weights=part.values, minlength=n).astype(np.int64)
-    return (state.row_sums() + add > limit) & (add > 0)
+def _overloaded(rows_now: IntArray, part: DemandPart, limit: int) -> IntArray:
+    """Leaves whose cross-pod links (``rows_now``, the row sums of ``L``) plus the part's
+    exceed ``limit``."""
+    add = np.bincount(part.rows, weights=part.values, minlength=rows_now.size).astype(np.int64)
+    return (rows_now + add > limit) & (add > 0)
 
 
 def admit(
@@ -430,9 +458,10 @@ def admit(
         return Admission(job.job_id, None, refusal=got, place_time_s=time.perf_counter() - t0)
     first = got
     part = first_part = job_demand(job, got, state, method=demand_method)
+    rows_now = state.row_sums()  # the state does not change until the job is allocated
     avoid = np.zeros(spec.leaves, bool)
     attempts = 1
-    over = _overloaded(state, part, target)
+    over = _overloaded(rows_now, part, target)
     while over.any() and attempts <= replace_attempts:
         avoid |= over
         alt = pol.propose(state, job, avoid_leaves=avoid)
@@ -440,9 +469,9 @@ def admit(
             break
         attempts += 1
         got, part = alt, job_demand(job, alt, state, method=demand_method)
-        over = _overloaded(state, part, target)
-    if over.any() and _overloaded(state, part, k).any():
-        if not _overloaded(state, first_part, k).any():
+        over = _overloaded(rows_now, part, target)
+    if over.any() and _overloaded(rows_now, part, k).any():
+        if not _overloaded(rows_now, first_part, k).any():
             got, part = first, first_part  # the first placement fits K_leaf after all
         elif share:
             shared = share_paths(state, first_part)

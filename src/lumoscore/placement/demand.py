@@ -48,8 +48,9 @@ from numpy.typing import NDArray
 
 from lumoscore.decompose.flow import solve_bounded_flow
 from lumoscore.errors import ConfigError, SolverError
+from lumoscore.placement.kernels import flow_pair_codes, sorted_difference
 from lumoscore.placement.state import ClusterState, DemandPart, Placement
-from lumoscore.traffic.demand import leaf_demand
+from lumoscore.traffic.demand import leaf_demand, research_pairs
 from lumoscore.traffic.iteration import class_times_s, iteration_flows, rank_grid
 from lumoscore.workload.job import Job
 
@@ -95,22 +96,9 @@ def _flow_pairs_of_schedule(job: Job, placement: Placement, state: ClusterState)
     return _pairs(state.leaf_of_gpu(src), state.leaf_of_gpu(dst), spec.leaves_per_pod, spec.leaves)
 
 
-def _group_leaf_pairs(leaf: IntArray) -> tuple[IntArray, IntArray]:
-    """All ordered pairs of distinct leaves that share a row of ``leaf`` (``(groups, size)``)."""
-    radix = int(leaf.max()) + 1
-    g = np.repeat(np.arange(leaf.shape[0]), leaf.shape[1])
-    code = np.unique(g * radix + leaf.reshape(-1))  # distinct (group, leaf), sorted
-    grp, lf = code // radix, code % radix
-    start = np.searchsorted(grp, grp, side="left")
-    cnt = np.searchsorted(grp, grp, side="right") - start
-    a = np.repeat(lf, cnt)
-    first = np.repeat(start, cnt)
-    offs = np.arange(a.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    b = lf[first + offs]
-    return a, b
-
-
-def _flow_pairs(job: Job, placement: Placement, state: ClusterState) -> IntArray:
+def _flow_pairs(
+    job: Job, placement: Placement, state: ClusterState, grid: IntArray | None = None
+) -> IntArray:
     """Codes ``min(a, b) * leaves + max(a, b)`` of the cross-pod leaf pairs the job's flows
     use (every round of :func:`~lumoscore.traffic.iteration.iteration_flows`, as the simulator
     routes them: expert all-pairs included).
@@ -119,29 +107,26 @@ def _flow_pairs(job: Job, placement: Placement, state: ClusterState) -> IntArray
     neighbouring stages, the data-parallel rings of every stage (``ring`` and
     ``hierarchical-ring``: a rail's ring joins neighbouring DP ranks whichever way it turns),
     every pair of leaves of an expert group (all-pairs); a class whose exposed time is 0 sends
-    nothing. Other collectives take the flows of the schedule.
+    nothing. Other collectives take the flows of the schedule. ``grid``: the placement's
+    rank grid when the caller has it.
     """
     ep = min(job.ep, job.gpus)
     if job.collective not in ("ring", "hierarchical-ring") or job.gpus % ep:
         return _flow_pairs_of_schedule(job, placement, state)
     spec = state.spec
-    leaf = state.leaf_of_gpu(rank_grid(job, placement.gpus))  # (pp, dp, tp)
+    if grid is None:
+        grid = rank_grid(job, placement.gpus)
+    leaf = np.ascontiguousarray(state.leaf_of_gpu(grid), dtype=np.int64)  # (pp, dp, tp)
     times = class_times_s(job)
-    a: list[IntArray] = []
-    b: list[IntArray] = []
-    if job.pp > 1 and times["pp"] > 0.0:
-        a.append(leaf[:-1].reshape(-1))
-        b.append(leaf[1:].reshape(-1))
-    if job.dp > 1 and times["dp"] > 0.0:
-        a.append(leaf.reshape(-1))
-        b.append(np.roll(leaf, -1, axis=1).reshape(-1))
-    if job.ep > job.tp and times["ep"] > 0.0:
-        ea, eb = _group_leaf_pairs(leaf.reshape(-1, ep))
-        a.append(ea)
-        b.append(eb)
-    if not a:
-        return np.zeros(0, np.int64)
-    return _pairs(np.concatenate(a), np.concatenate(b), spec.leaves_per_pod, spec.leaves)
+    return flow_pair_codes(
+        leaf,
+        ep,
+        job.pp > 1 and times["pp"] > 0.0,
+        job.dp > 1 and times["dp"] > 0.0,
+        job.ep > job.tp and times["ep"] > 0.0,
+        spec.leaves_per_pod,
+        spec.leaves,
+    )
 
 
 def _cover_flows(
@@ -152,11 +137,16 @@ def _cover_flows(
     c: IntArray,
     val: IntArray,
     cost: IntArray,
+    grid: IntArray | None = None,
 ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
     """Add one link (connectivity) for every cross-pod leaf pair the job's flows use that the
     rule's entries ``(r < c, val, cost)`` leave out, with the costliest class's sharing cost."""
     n = state.spec.leaves
-    miss = np.setdiff1d(_flow_pairs(job, placement, state), r * n + c)
+    have = r * n + c  # ascending and distinct (the rule's entries, in row-major order)
+    flows = _flow_pairs(job, placement, state, grid)
+    if len(have) > 1 and (np.diff(have) <= 0).any():
+        have = np.unique(have)
+    miss = sorted_difference(np.ascontiguousarray(flows, dtype=np.int64), have)
     if not miss.size:
         return r, c, val, cost
     c_pp, c_dp = class_costs(job)
@@ -200,23 +190,28 @@ def job_demand(
         np.minimum.at(cost, inv.reshape(-1), cst)
         r, c = u // n, u % n
     else:
-        L1 = leaf_demand(job, placement.gpus, spec, arranged=False, method=method, sparse=True)
-        m = L1.tocoo()
-        up = m.row < m.col
-        r = m.row[up].astype(np.int64)
-        c = m.col[up].astype(np.int64)
-        val = np.asarray(m.data[up], dtype=np.int64)
-        leaf = grid[:, :, 0] // spec.k_leaf
-        pp_pairs = (
-            _pairs(leaf[:-1].reshape(-1), leaf[1:].reshape(-1), per, n)
-            if job.pp > 1
-            else np.zeros(0, np.int64)
-        )
-        cost = np.where(np.isin(r * n + c, pp_pairs), c_pp, c_dp).astype(np.int64)
+        if method == "research":  # the rule's upper-triangle entries, without a matrix
+            code, val, is_pp = research_pairs(job, grid, spec)
+            r, c = code // n, code % n
+        else:
+            L1 = leaf_demand(job, placement.gpus, spec, arranged=False, method=method, sparse=True)
+            m = L1.tocoo()
+            up = m.row < m.col
+            r = m.row[up].astype(np.int64)
+            c = m.col[up].astype(np.int64)
+            val = np.asarray(m.data[up], dtype=np.int64)
+            leaf = grid[:, :, 0] // spec.k_leaf
+            pp_pairs = (
+                _pairs(leaf[:-1].reshape(-1), leaf[1:].reshape(-1), per, n)
+                if job.pp > 1
+                else np.zeros(0, np.int64)
+            )
+            is_pp = np.isin(r * n + c, pp_pairs)
+        cost = np.where(is_pp, c_pp, c_dp).astype(np.int64)
     keep = val > 0
     r, c, val, cost = r[keep], c[keep], val[keep], cost[keep]
     if len(placement.pods) > 1:
-        r, c, val, cost = _cover_flows(job, placement, state, r, c, val, cost)
+        r, c, val, cost = _cover_flows(job, placement, state, r, c, val, cost, grid)
     return DemandPart(
         rows=np.concatenate([r, c]),
         cols=np.concatenate([c, r]),

@@ -44,6 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.placement.kernels import pod_slots
 from lumoscore.placement.podselect import select_pods_exact, select_pods_greedy
 from lumoscore.placement.state import ClusterState, Placement, Refusal
 from lumoscore.traffic.arrangement import arrange_job
@@ -221,28 +222,10 @@ class PlacementPolicy:
         """``m`` free slots of ``pod`` on the fewest leaves (largest first, best fit last)."""
         spec = state.spec
         tp = job.tp
-        sps = spec.gpus_per_server // tp
-        per_leaf = state.leaf_block // tp
-        per_pod = spec.gpus_per_pod // tp
-        nb = per_pod // per_leaf
-        base = pod * per_pod
-        pf = slot_free[base : base + per_pod].reshape(nb, per_leaf)
-        f = pf.sum(axis=1)
-        gpp = spec.gpus_per_pod
-        idle_b = idle[pod * gpp : (pod + 1) * gpp].reshape(nb, -1).sum(axis=1)
-        order = np.lexsort((np.arange(nb), idle_b, -f))
-        csum = np.cumsum(f[order])
-        k = int(np.searchsorted(csum, m) + 1)
-        chosen = order[: k - 1]
-        rest = m - int(f[chosen].sum())
-        left = np.ones(nb, dtype=bool)
-        left[chosen] = False
-        fit = np.flatnonzero(left & (f >= rest))
-        last = int(fit[np.lexsort((fit, idle_b[fit], f[fit]))[0]])
-        r, c = np.nonzero(pf[chosen])  # the chosen leaves whole, in order
-        lb = base + last * per_leaf
-        tail = _slot_order(pf[last], server_free[lb // sps :], sps, lb)[:rest]
-        return np.concatenate([base + chosen[r] * per_leaf + c, tail])
+        return pod_slots(
+            slot_free, idle, server_free, pod, m, spec.gpus_per_server // tp,
+            state.leaf_block // tp, spec.gpus_per_pod // tp, spec.gpus_per_pod,
+        )  # fmt: skip
 
     def _pods(
         self,

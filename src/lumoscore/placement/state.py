@@ -12,7 +12,10 @@ A :class:`ClusterState` holds, as NumPy arrays,
   :mod:`lumoscore.toe`), ``logical`` -- the logical topology it realizes, ``job_split`` -- the
   part of ``logical`` each job added incrementally (removed exactly when it finishes; cleared
   by a full recomputation);
-* ``refusals`` -- the fragmentation record (one :class:`Refusal` per refused attempt).
+* ``refusals`` -- the fragmentation record (one :class:`Refusal` per refused attempt);
+* ``toe_circuits``, ``toe_wiring`` -- the configuration :func:`~lumoscore.placement.reconfigure`
+  deployed last and the wiring it was computed for: while ``circuits`` is that very array,
+  the next reconfiguration skips validating it (bookkeeping only; None = not known).
 
 Every method that changes the state says so in its name (``allocate``, ``release``,
 ``fail_gpus``, ...); everything else is a pure query. Ties are broken by index and nothing is
@@ -163,6 +166,8 @@ class ClusterState:
     failed_links: IntArray | None = None
     rail_optimized: bool = False
     job_split: dict[int, Any] = field(default_factory=dict)
+    toe_circuits: IntArray | None = None
+    toe_wiring: Any = None
 
     # ---- construction -----------------------------------------------------------------
     @classmethod

@@ -53,6 +53,7 @@ from numpy.typing import NDArray
 from ortools.graph.python import min_cost_flow
 
 from lumoscore.errors import InfeasibleError, SolverError
+from lumoscore.toe.kernels import split_children, split_level, two_channel_network
 
 __all__ = ["merge_decompose", "refine_pairs", "split_entries", "two_channel_split"]
 
@@ -97,58 +98,16 @@ def two_channel_split(
     """
     row_lo, row_hi = row_bounds
     col_lo, col_hi = col_bounds
-    m, P = row_lo.shape
     if (row_lo > row_hi).any() or (col_lo > col_hi).any():
         raise InfeasibleError("two-channel split: a row or column needs more ports than it has")
-    width = 2 * P + 2
     n = len(a)
-    p = np.clip(u1, 0, a)
-    q = np.clip(a - u2, 0, a)
-    b1, b2 = np.minimum(p, q), np.maximum(p, q)
-    # nodes of sub-problem s: rows s*width + [0, P), columns + [P, 2P), source, sink
-    rl, rh, cl, chi = row_lo.ravel(), row_hi.ravel(), col_lo.ravel(), col_hi.ravel()
-    rows = np.flatnonzero(rh > 0)  # (sub, pod) with a row arc
-    cols = np.flatnonzero(chi > 0)
-    first = rows // P * width + 2 * P  # the sub-problem's source
-    n_r, n_c = len(rows), len(cols)
-    n_arcs = 3 * n + n_r + n_c + m
-    # arcs: the three linear pieces of every entry (costs -1, 0, +1), source -> row, column
-    # -> sink, sink -> source (the circulation)
-    t = np.empty(n_arcs, dtype=np.int64)
-    h = np.empty(n_arcs, dtype=np.int64)
-    cp = np.empty(n_arcs, dtype=np.int64)
-    cs = np.zeros(n_arcs, dtype=np.int64)
-    tail, head = sub * width + i, sub * width + P + j
-    for k, cap_k in enumerate((b1, b2 - b1, a - b2)):
-        t[k * n : (k + 1) * n] = tail
-        h[k * n : (k + 1) * n] = head
-        cp[k * n : (k + 1) * n] = cap_k
-    cs[:n] = -1
-    cs[2 * n : 3 * n] = 1
-    o = 3 * n
-    t[o : o + n_r] = first
-    h[o : o + n_r] = rows // P * width + rows % P
-    cp[o : o + n_r] = (rh - rl)[rows]
-    o += n_r
-    t[o : o + n_c] = cols // P * width + P + cols % P
-    h[o : o + n_c] = cols // P * width + 2 * P + 1
-    cp[o : o + n_c] = (chi - cl)[cols]
-    o += n_c
-    src = np.arange(m) * width + 2 * P
-    t[o:] = src + 1
-    h[o:] = src
-    cp[o:] = np.bincount(sub, weights=a, minlength=m).astype(np.int64)
-    # lower bounds rl / cl moved into the supplies
-    supplies = np.zeros(m * width, dtype=np.int64)
-    node = (np.arange(m * P) // P) * width + np.arange(m * P) % P
-    supplies[node] = rl
-    supplies[node + P] = -cl
-    supplies[src] = -row_lo.sum(axis=1)
-    supplies[src + 1] = col_lo.sum(axis=1)
-
+    t, h, cp, cs, supplies = two_channel_network(
+        *(np.ascontiguousarray(x, dtype=np.int64) for x in (sub, i, j, a, u1, u2)),
+        *(np.ascontiguousarray(x, dtype=np.int64) for x in (row_lo, row_hi, col_lo, col_hi)),
+    )
     mcf = min_cost_flow.SimpleMinCostFlow()
     arcs = mcf.add_arcs_with_capacity_and_unit_cost(t.astype(np.int32), h.astype(np.int32), cp, cs)
-    mcf.set_nodes_supplies(np.arange(m * width, dtype=np.int32), supplies)
+    mcf.set_nodes_supplies(np.arange(supplies.size, dtype=np.int32), supplies)
     status = mcf.solve()
     if status == mcf.INFEASIBLE:
         raise InfeasibleError("two-channel split: the flow network is infeasible")
@@ -251,8 +210,7 @@ def split_entries(
     """
     H, n_chan, _, P = cap.shape
     nch = np.asarray(n_channels, dtype=np.int64)
-    e_h, e_i, e_j = (np.asarray(v, dtype=np.int64) for v in (e_h, e_i, e_j))
-    e_a = np.asarray(e_a, dtype=np.int64)
+    e_h, e_i, e_j, e_a = (np.ascontiguousarray(v, dtype=np.int64) for v in (e_h, e_i, e_j, e_a))
     tot = cap.sum(axis=1)  # (H, 2, P)
     for label, side, pod in (("sends", 0, e_i), ("receives", 1, e_j)):
         sums = np.bincount(e_h * P + pod, weights=e_a, minlength=H * P).reshape(H, P)
@@ -267,7 +225,7 @@ def split_entries(
     np.cumsum(cap, axis=1, out=c_cum[:, 1:])
     out: list[tuple[IntArray, ...]] = []
 
-    sub_h = np.arange(H)
+    sub_h = np.arange(H, dtype=np.int64)
     sub_lo = np.zeros(H, dtype=np.int64)
     sub_hi = nch.copy()
     e_sub = e_h
@@ -275,55 +233,21 @@ def split_entries(
     # share of an entry is a difference of two of these (entries keep their origin ``e_o``)
     u_cum = np.zeros((len(e_a), n_chan + 1), dtype=np.int64)
     np.cumsum(e_u, axis=1, out=u_cum[:, 1:])
-    e_o = np.arange(len(e_a))
+    e_o = np.arange(len(e_a), dtype=np.int64)
     while len(e_sub):
-        # leaves: one channel left
-        leaf = (sub_hi - sub_lo) == 1
-        el = leaf[e_sub]
-        if el.any():
-            s = e_sub[el]
-            out.append((sub_h[s], sub_lo[s], e_i[el], e_j[el], e_a[el]))
-            keep = ~el
-            e_sub, e_i, e_j, e_a, e_o = e_sub[keep], e_i[keep], e_j[keep], e_a[keep], e_o[keep]
+        # one depth: leaves (one channel left) out, the rest split in two by one flow
+        leaf, entries, subs, flow = split_level(
+            e_sub, e_i, e_j, e_a, e_o, sub_h, sub_lo, sub_hi, c_cum, u_cum, split == "halves"
+        )
+        if len(leaf[0]):
+            out.append(leaf)
+        e_sub, e_i, e_j, e_a, e_o = entries
         if not len(e_sub):
             break
-        live = np.flatnonzero(np.bincount(e_sub, minlength=len(sub_h)))
-        remap = np.full(len(sub_h), -1, dtype=np.int64)
-        remap[live] = np.arange(len(live))
-        e_sub = remap[e_sub]
-        sub_h, sub_lo, sub_hi = sub_h[live], sub_lo[live], sub_hi[live]
-        m = len(live)
-        mid = sub_lo + (sub_hi - sub_lo) // 2 if split == "halves" else sub_lo + 1
-
-        c_lo, c_mid, c_hi = c_cum[sub_h, sub_lo], c_cum[sub_h, mid], c_cum[sub_h, sub_hi]
-        g1, g2 = c_mid - c_lo, c_hi - c_mid  # (m, 2, P): forward / backward ports per half
-        R = np.bincount(e_sub * P + e_i, weights=e_a, minlength=m * P).reshape(m, P)
-        S = np.bincount(e_sub * P + e_j, weights=e_a, minlength=m * P).reshape(m, P)
-        R, S = R.astype(np.int64), S.astype(np.int64)
-        u_lo = u_cum[e_o, sub_lo[e_sub]]
-        u_mid = u_cum[e_o, mid[e_sub]]
-        u_hi = u_cum[e_o, sub_hi[e_sub]]
-        x1 = two_channel_split(
-            e_sub,
-            e_i,
-            e_j,
-            e_a,
-            u_mid - u_lo,
-            u_hi - u_mid,
-            (np.maximum(R - g2[:, 0], 0), np.minimum(g1[:, 0], R)),
-            (np.maximum(S - g2[:, 1], 0), np.minimum(g1[:, 1], S)),
-        )
-        x2 = e_a - x1
-        first, second = x1 > 0, x2 > 0
-        e_sub = np.concatenate([2 * e_sub[first], 2 * e_sub[second] + 1])
-        e_i = np.concatenate([e_i[first], e_i[second]])
-        e_j = np.concatenate([e_j[first], e_j[second]])
-        e_o = np.concatenate([e_o[first], e_o[second]])
-        e_a = np.concatenate([x1[first], x2[second]])
-        sub_h = np.repeat(sub_h, 2)
-        sub_lo, sub_hi = (
-            np.column_stack([sub_lo, mid]).ravel(),
-            np.column_stack([mid, sub_hi]).ravel(),
+        u1, u2, row_lo, row_hi, col_lo, col_hi = flow
+        x1 = two_channel_split(e_sub, e_i, e_j, e_a, u1, u2, (row_lo, row_hi), (col_lo, col_hi))
+        (e_sub, e_i, e_j, e_a, e_o), (sub_h, sub_lo, sub_hi) = split_children(
+            e_sub, e_i, e_j, e_a, e_o, x1, *subs
         )
     if not out:
         z = np.zeros(0, dtype=np.int64)

@@ -44,6 +44,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,7 @@ from numpy.typing import NDArray
 
 from lumoscore.errors import InfeasibleError
 from lumoscore.toe.errors import CurrentConfigError, DemandError
+from lumoscore.toe.kernels import assemble_links, forward_links
 
 __all__ = [
     "CIRCUIT_COLUMNS",
@@ -490,17 +492,12 @@ def current_links(
     gids = np.arange(H) if groups is None else np.asarray(groups, dtype=np.int64)
     pos = np.full(int(gids.max()) + 1, -1, dtype=np.int64)
     pos[gids] = np.arange(H)
-    h = pos[c[:, 0]]
-    ch = model.channel[h, c[:, 2], c[:, 3]]
-    s_tx = model.side[h, c[:, 2], c[:, 3]]
-    s_rx = model.side[h, c[:, 4], c[:, 5]]
-    ch_rx = model.channel[h, c[:, 4], c[:, 5]]
-    keep = (ch == ch_rx) & (
-        ((s_tx == 0) & (s_rx == 1))
-        | ((s_tx == 2) & ((c[:, 2] < c[:, 4]) | ((c[:, 2] == c[:, 4]) & (c[:, 3] < c[:, 5]))))
+    return forward_links(
+        np.ascontiguousarray(c, dtype=np.int64),
+        pos,
+        np.ascontiguousarray(model.channel, dtype=np.int64),
+        np.ascontiguousarray(model.side, dtype=np.int64),
     )
-    keep &= c[:, 2] != c[:, 4]
-    return np.column_stack([h, ch, c[:, 2], c[:, 3], c[:, 4], c[:, 5]])[keep]
 
 
 def channel_counts(
@@ -584,14 +581,6 @@ def sort_rows(rows: Any) -> IntArray:
 
 
 # ---- assembly ----------------------------------------------------------------------------
-def _rank_in_groups(sorted_keys: IntArray) -> IntArray:
-    """Position of each element inside its run of equal keys (keys sorted)."""
-    n = len(sorted_keys)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.arange(n) - np.searchsorted(sorted_keys, sorted_keys, side="left")
-
-
 def assemble_circuits(
     model: PortModel,
     counts: Any,
@@ -672,65 +661,22 @@ def assemble_sparse(
     gids = np.arange(H) if groups is None else np.asarray(groups, dtype=np.int64)
     cur = np.zeros((0, 6), dtype=np.int64) if current is None else np.asarray(current, np.int64)
 
-    def gkey(h: IntArray, c: IntArray, i: IntArray, j: IntArray) -> IntArray:
-        return ((h * n_chan + c) * P + i) * P + j
-
-    # 1. keep current links, up to the new count of their (h, channel, i, j)
-    need = vals.copy()
-    if len(cur) and len(keys):
-        k_old = gkey(cur[:, 0], cur[:, 1], cur[:, 2], cur[:, 4])
-        order = np.argsort(k_old, kind="stable")
-        cur, k_old = cur[order], k_old[order]
-        at = np.minimum(np.searchsorted(keys, k_old), len(keys) - 1)
-        x_old = np.where(keys[at] == k_old, vals[at], 0)
-        keep = _rank_in_groups(k_old) < x_old
-        kept = cur[keep]
-        need -= np.bincount(at[keep], minlength=len(keys))
-    else:
-        kept = cur[:0]
-
-    # 2. free ports, grouped by pool = (h, channel, pod, backward?)
-    port_id = np.arange(H * P * K)  # (h * P + pod) * K + port
-    ii = port_id // K % P
-    pool = ((port_id // (P * K) * n_chan + model.channel.ravel()) * P + ii) * 2
-    pool += model.side.ravel() == 1
-    used = np.zeros(H * P * K, dtype=bool)
-    if len(kept):
-        used[(kept[:, 0] * P + kept[:, 2]) * K + kept[:, 3]] = True
-        used[(kept[:, 0] * P + kept[:, 4]) * K + kept[:, 5]] = True
-    free = ~used
-    f_pool, f_port = pool[free], port_id[free]
-    order = np.argsort(f_pool, kind="stable")  # by pool, then port (ports are ascending)
-    f_pool, f_port = f_pool[order], f_port[order]
-
-    # 3. requests: both ends of every new link
-    reps = need[need > 0]
-    g = np.repeat(keys[need > 0], reps)
-    gi, gj = (g // P) % P, g % P
-    gc = (g // (P * P)) % n_chan
-    gh = g // (P * P * n_chan)
-    back = (~model.chan_self[gh, gc]).astype(np.int64)
-    req_pool = np.concatenate(
-        [((gh * n_chan + gc) * P + gi) * 2, ((gh * n_chan + gc) * P + gj) * 2 + back]
+    links, bad = assemble_links(
+        np.ascontiguousarray(keys),
+        np.ascontiguousarray(vals),
+        np.ascontiguousarray(cur.reshape(-1, 6)),
+        np.ascontiguousarray(model.channel, dtype=np.int64),
+        np.ascontiguousarray(model.side, dtype=np.int64),
+        np.ascontiguousarray(model.chan_self),
+        P,
+        K,
     )
-    order = np.argsort(req_pool, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = _rank_in_groups(req_pool[order])
-    at = np.searchsorted(f_pool, req_pool) + rank
-    ok = at < len(f_pool)
-    ok[ok] = f_pool[at[ok]] == req_pool[ok]
-    if not ok.all():
-        bad = int(req_pool[~ok][0])
+    if bad >= 0:
         pod, c_ = (bad // 2) % P, (bad // (2 * P)) % n_chan
         raise InfeasibleError(
             f"group {gids[bad // (2 * P * n_chan)]}: pod {pod} has too few free ports in channel "
             f"{c_} (OCSes {model.chan_ocs[bad // (2 * P * n_chan), c_].tolist()})"
         )
-    got = f_port[at]
-    n_new = len(g)
-    pa, pb = got[:n_new] % K, got[n_new:] % K
-    new = np.column_stack([gh, gc, gi, pa, gj, pb])
-    links = np.concatenate([kept, new]) if len(kept) else new
     return links_to_circuits(model, links, groups=gids)
 
 
@@ -750,4 +696,13 @@ def links_to_circuits(model: PortModel, links: Any, *, groups: Any = None) -> In
     h, a, pa, b, pb = lk[:, 0], lk[:, 2], lk[:, 3], lk[:, 4], lk[:, 5]
     fwd = np.column_stack([gids[h], model.tx_ocs[h, a, pa], a, pa, b, pb])
     bwd = np.column_stack([gids[h], model.tx_ocs[h, b, pb], b, pb, a, pa])
-    return sort_rows(np.concatenate([fwd, bwd]))
+    rows = np.concatenate([fwd, bwd])
+    # every column has a known range: one mixed-radix key per row sorts them lexicographically
+    P, K = model.pods, model.ports
+    radix = [int(gids.max(initial=0)) + 1, model.n_ocs, P, K, P, K]
+    if len(rows) and math.prod(radix) < 2**62 and rows.min() >= 0:
+        key = rows[:, 0]
+        for col, r in zip(range(1, 6), radix[1:], strict=True):
+            key = key * r + rows[:, col]
+        return rows[np.argsort(key, kind="stable")]
+    return sort_rows(rows)

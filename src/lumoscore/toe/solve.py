@@ -330,6 +330,7 @@ def configure(
     groups: Any = None,
     time_limit_s: float = 60.0,
     seed: int | None = 0,
+    check: bool = True,
 ) -> ToeResult:
     """Compute a new OCS configuration realizing ``demand`` (as far as the wiring allows).
 
@@ -351,6 +352,10 @@ def configure(
         Time limit of the CP-SAT solver (``ilp``), for the whole call.
     seed : int, optional
         Random seed of the CP-SAT search.
+    check : bool
+        Validate ``demand`` and ``current`` (default). ``False`` skips both checks: only for
+        callers that guarantee them, e.g. a ``current`` this function produced for the same
+        wiring and a demand that fits the ports (the placement's event loop).
 
     Returns
     -------
@@ -392,11 +397,17 @@ def configure(
     cur = None
     if current is not None:
         cur = np.asarray(current, dtype=np.int64).reshape(-1, 6)
-        cur = cur[np.isin(cur[:, 0], gids)] if len(cur) else cur
+        if len(cur):
+            member = np.zeros(max(H_all, int(cur[:, 0].max()) + 1), bool)
+            member[gids] = True
+            cur = cur[member[np.maximum(cur[:, 0], 0)] & (cur[:, 0] >= 0)]
     mirror = solver in ("mdmcf", "mcf")
     model = _model_for(wiring, mirror=mirror, groups=gids)
-    C = validate_demand(demand, model)
-    if cur is not None:
+    if check:
+        C = validate_demand(demand, model)
+    else:
+        C = np.asarray(demand, dtype=np.int64).reshape(model.groups, model.pods, model.pods)
+    if cur is not None and check:
         problems = check_current(model, cur, groups=gids)
         if problems:
             raise CurrentConfigError(

@@ -63,6 +63,7 @@ from ortools.sat.python import cp_model
 from lumoscore.decompose import integer_decomposition_sparse, symmetric_decomposition
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError, SolverError
 from lumoscore.topology.cluster import ClusterSpec
+from lumoscore.topology.kernels import greedy_assign
 
 __all__ = [
     "LOGICAL_METHODS",
@@ -182,9 +183,22 @@ class LogicalTopology:
 
 # ---- helpers ------------------------------------------------------------------------------
 def _coo(L: Any, spec: ClusterSpec) -> tuple[IntArray, IntArray, IntArray]:
-    """Upper-triangle COO (a < b) of a validated demand matrix."""
+    """Upper-triangle COO (a < b) of a validated demand matrix: dense, ``scipy.sparse``, or
+    a ``(rows, cols, values)`` triple of COO entries (duplicates summed)."""
     n = spec.leaves
-    if sp.issparse(L):
+    if isinstance(L, tuple):
+        r, c, v = (np.asarray(x).reshape(-1) for x in L)
+        if not (r.size == c.size == v.size):
+            raise ConfigError(f"L: rows, cols, values sizes differ: {r.size}, {c.size}, {v.size}")
+        r, c = r.astype(np.int64), c.astype(np.int64)
+        if r.size and (min(r.min(), c.min()) < 0 or max(r.max(), c.max()) >= n):
+            raise ConfigError(f"L: entries must index leaves 0..{n - 1}")
+        key = r * n + c
+        if r.size > 1 and np.unique(key).size < key.size:  # sum duplicate entries
+            key, inv = np.unique(key, return_inverse=True)
+            v = np.bincount(inv.reshape(-1), weights=v, minlength=key.size)
+            r, c = key // n, key % n
+    elif sp.issparse(L):
         m = sp.coo_array(L)
         if m.shape != (n, n):
             raise ConfigError(f"L: shape must be ({n}, {n}) (leaves), got {m.shape}")
@@ -342,48 +356,14 @@ def _greedy(
     concentrate: bool,
 ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
     """Greedy spine assignment of the pairs ``(r, c, v)`` on top of ``load`` (updated in
-    place); returns the upper-orientation COO ``(a, b, h, value)``."""
-    H = cap.shape[1]
-    hs = np.arange(H)
-    touched = np.zeros(H, bool)
-    out_a, out_b, out_h, out_v = [], [], [], []
-    for a, b, m in zip(r.tolist(), c.tolist(), v.tolist(), strict=True):
-        common = np.maximum(np.minimum(cap[a] - load[a], cap[b] - load[b]), 0)
-        take = np.zeros(H, np.int64)
-        left = m
-        if concentrate:  # fill spines already used by this call first, then by index
-            order = np.lexsort((hs, ~touched))
-            fill = np.minimum(
-                common[order], np.maximum(0, left - np.cumsum(common[order]) + common[order])
-            )
-            take[order] = fill
-            left -= int(fill.sum())
-        else:  # round-robin, most common free links first
-            order = np.lexsort((hs, -common))
-            while left > 0:
-                avail = order[(common - take)[order] > 0][:left]
-                if avail.size == 0:
-                    break
-                take[avail] += 1
-                left -= avail.size
-        while left > 0:  # the theorem's condition failed: least-contended spine
-            worse = np.maximum(load[a] + take, load[b] + take) - np.minimum(cap[a], cap[b])
-            k = int(np.lexsort((hs, worse))[0])
-            take[k] += 1
-            left -= 1
-        load[a] += take
-        load[b] += take
-        nz = np.flatnonzero(take)
-        touched[nz] = True
-        out_a.append(np.full(nz.size, a))
-        out_b.append(np.full(nz.size, b))
-        out_h.append(nz)
-        out_v.append(take[nz])
-    if not out_a:
-        z = np.zeros(0, np.int64)
-        return z, z, z, z
-    a_, b_, h_, v_ = (np.concatenate(x).astype(np.int64) for x in (out_a, out_b, out_h, out_v))
-    return a_, b_, h_, v_
+    place); returns the upper-orientation COO ``(a, b, h, value)``
+    (:func:`lumoscore.topology.kernels.greedy_assign`)."""
+    as64 = [np.ascontiguousarray(x, dtype=np.int64) for x in (r, c, v, cap)]
+    work = np.ascontiguousarray(load, dtype=np.int64)
+    out = greedy_assign(*as64, work, bool(concentrate))
+    if work is not load:
+        load[...] = work
+    return out
 
 
 def _mirror(
@@ -498,7 +478,8 @@ def apply_split(
     cap = topo.capacity if capacity is None else _capacity(spec, capacity)
     a, b, h, v = (np.asarray(x, dtype=np.int64) for x in split)
     out = _build(
-        np.r_[topo.a, a], np.r_[topo.b, b], np.r_[topo.h, h], np.r_[topo.value, sign * v],
+        np.concatenate([topo.a, a]), np.concatenate([topo.b, b]),
+        np.concatenate([topo.h, h]), np.concatenate([topo.value, sign * v]),
         spec, cap, topo.method if method is None else method,
     )  # fmt: skip
     if (out.value < 0).any():

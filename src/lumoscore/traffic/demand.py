@@ -37,6 +37,7 @@ __all__ = [
     "is_leafwise_permutation",
     "leaf_demand",
     "max_flows_pod_to_pod",
+    "research_pairs",
 ]
 
 IntArray = NDArray[np.int64]
@@ -226,39 +227,60 @@ def leaf_demand(
         code, val = code[first], val[first]
         return _symmetric(code // n, code % n, val, n, sparse)
 
-    grid = rank_grid(job, order)
+    code, val, _ = research_pairs(job, rank_grid(job, order), spec)
+    return _symmetric(code // n, code % n, val, n, sparse)
+
+
+def research_pairs(
+    job: Job, grid: IntArray, spec: ClusterSpec
+) -> tuple[IntArray, IntArray, NDArray[np.bool_]]:
+    """The ``research`` rule of :func:`leaf_demand` as upper-triangle entries: codes
+    ``a * leaves + b`` (``a < b``, ascending) of the cross-pod leaf pairs, their link counts,
+    and whether a pipeline neighbour joins the pair (``+tp``; otherwise only the DP ring).
+
+    ``grid`` is the job's rank grid (:func:`~lumoscore.traffic.iteration.rank_grid` of its GPUs
+    in rank order).
+
+    Examples
+    --------
+    >>> from lumoscore.topology.cluster import ClusterSpec
+    >>> from lumoscore.traffic.iteration import rank_grid
+    >>> from lumoscore.workload import Job
+    >>> spec = ClusterSpec(pods=2, k_leaf=16, k_spine=16, tau=2)
+    >>> job = Job(job_id=0, arrival_s=0.0, gpus=32, model="Pangu", tp=8, pp=2, dp=2, ep=8,
+    ...           iterations=1, duration_s=1.0)
+    >>> grid = rank_grid(job, [*range(0, 16), *range(128, 144)])
+    >>> [x.tolist() for x in research_pairs(job, grid, spec)]
+    [[8], [8], [True]]
+    """
+    n = spec.leaves
     leaf = grid[:, :, 0] // spec.k_leaf  # (pp, dp): leaf of every TP group
     pod = leaf // spec.leaves_per_pod
-    parts = []
+    codes, vals = [], []
+    n_pp = 0
     if job.pp > 1:
-        parts.append(
-            (
-                leaf[:-1].reshape(-1),
-                leaf[1:].reshape(-1),
-                pod[:-1].reshape(-1) != pod[1:].reshape(-1),
-                job.tp,
-            )
-        )
-    if job.dp > 1:
-        nxt = np.roll(leaf, -1, axis=1)
-        parts.append(
-            (
-                leaf.reshape(-1),
-                nxt.reshape(-1),
-                (pod != np.roll(pod, -1, axis=1)).reshape(-1),
-                -(-job.tp // 2),
-            )
-        )
-    rows_l, cols_l, vals_l = [], [], []
-    for a, b, cross, links in parts:
+        a, b = leaf[:-1].reshape(-1), leaf[1:].reshape(-1)
+        cross = pod[:-1].reshape(-1) != pod[1:].reshape(-1)
         a, b = a[cross], b[cross]
         code = np.unique(np.minimum(a, b) * n + np.maximum(a, b))
-        rows_l.append(code // n)
-        cols_l.append(code % n)
-        vals_l.append(np.full(code.size, links, np.int64))
-    if not rows_l:
+        codes.append(code)
+        vals.append(np.full(code.size, job.tp, np.int64))
+        n_pp = code.size
+    if job.dp > 1:
+        a, b = leaf.reshape(-1), np.roll(leaf, -1, axis=1).reshape(-1)
+        cross = (pod != np.roll(pod, -1, axis=1)).reshape(-1)
+        a, b = a[cross], b[cross]
+        code = np.unique(np.minimum(a, b) * n + np.maximum(a, b))
+        codes.append(code)
+        vals.append(np.full(code.size, -(-job.tp // 2), np.int64))
+    if not codes:
         z = np.zeros(0, np.int64)
-        return _symmetric(z, z, z, n, sparse)
-    return _symmetric(
-        np.concatenate(rows_l), np.concatenate(cols_l), np.concatenate(vals_l), n, sparse
-    )
+        return z, z, np.zeros(0, bool)
+    if len(codes) == 1:
+        return codes[0], vals[0], np.full(codes[0].size, n_pp > 0)
+    code, inv = np.unique(np.concatenate(codes), return_inverse=True)
+    inv = inv.reshape(-1)
+    val = np.bincount(inv, weights=np.concatenate(vals), minlength=code.size).astype(np.int64)
+    is_pp = np.zeros(code.size, bool)
+    is_pp[inv[:n_pp]] = True
+    return code, val, is_pp
