@@ -330,10 +330,10 @@ class FluidSet:
     def _maybe_compact(self) -> None:
         """Drop dead rows once they outnumber the live ones (rows not yet solved stay last)."""
         n = self._n
-        keep = self._alive[:n].copy()
-        n_new = int(keep.sum())
+        n_new = len(self)
         if n == 0 or 2 * n_new > n:
             return
+        keep = self._alive[:n].copy()
         lens = np.diff(self._indptr[: n + 1])
         nnz_new = int(lens[keep].sum())
         self._indices[:nnz_new] = self._indices[: int(self._indptr[n])][np.repeat(keep, lens)]
