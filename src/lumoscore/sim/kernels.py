@@ -663,12 +663,26 @@ def _closure(
             overloaded = link_load[q] > c * (1.0 + CERT_RTOL)
             if nb[q] == 0 and not overloaded:
                 continue  # no row is certified on q (refilled ones neither): nothing can break
-            if overloaded:  # warm rows overload it: refill all
+            if overloaded:
+                # warm rows overload it: refill its rows at or above the equal share. Its
+                # fill level x (sum of w min(r, x) = c) is at least c / (sum of w), so rows
+                # below keep their rates (their load alone fits), and the check of its links
+                # after the refill catches any certificate that still breaks.
+                w_sum = 0.0
                 z = lhead[q]
                 while z >= 0:
                     g = lrow[z]
                     z = lnext[z]
-                    if alive[g] and rmark[g] != stamp and rmark[g] != -stamp:
+                    if alive[g]:
+                        w_sum += weight[g]
+                share = c / w_sum * (1.0 - REFILL_MARGIN)
+                z = lhead[q]
+                while z >= 0:
+                    g = lrow[z]
+                    z = lnext[z]
+                    if not alive[g] or rmark[g] == stamp or rmark[g] == -stamp:
+                        continue
+                    if rate[g] >= share:
                         S, ns = _enlist(S, ns, rmark, stamp, g, limit)
                         if ns < 0:
                             return False
