@@ -635,6 +635,7 @@ def _closure(
     # links crossed by S (their peaks are recorded at the end)
     sl = st[SLIST]
     n_sl = 0
+    cand = np.empty(64, dtype=np.int64)
     added = ns
     first = True
     while True:
@@ -692,6 +693,7 @@ def _closure(
             top = 0.0  # fastest row on q
             s_lev = -1.0  # level at which refilled rows froze on q
             prev = -1  # finished rows are unlinked on the way
+            n_cand = 0  # rows outside S on q, gathered for the second look
             z = lhead[q]
             while z >= 0:
                 g = lrow[z]
@@ -701,20 +703,24 @@ def _closure(
                     if rmark[g] != -stamp:  # (rows waiting for their refill: stale rates)
                         if r > top:
                             top = r
-                        if rmark[g] == stamp and bott[g] == q and r > s_lev:
-                            s_lev = r
+                        if rmark[g] == stamp:
+                            if bott[g] == q and r > s_lev:
+                                s_lev = r
+                        else:
+                            if n_cand == cand.size:
+                                bigger = np.empty(2 * n_cand, dtype=np.int64)
+                                bigger[:n_cand] = cand
+                                cand = bigger
+                            cand[n_cand] = g
+                            n_cand += 1
                     prev = z
                 elif prev < 0:
                     lhead[q] = nxt
                 else:
                     lnext[prev] = nxt
                 z = nxt
-            z = lhead[q]
-            while z >= 0:
-                g = lrow[z]
-                z = lnext[z]
-                if not alive[g] or rmark[g] == stamp or rmark[g] == -stamp:
-                    continue
+            for i_c in range(n_cand):
+                g = cand[i_c]
                 r = rate[g]
                 broken = bott[g] == q and (not saturated or r < top * (1.0 - CERT_RTOL))
                 if broken or (s_lev >= 0.0 and r > s_lev * (1.0 + CERT_RTOL)):
