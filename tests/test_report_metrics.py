@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
@@ -197,6 +197,7 @@ def test_queue_stats_hand_values() -> None:
         max_size=30,
     )
 )
+@example([(100.0, 0), (99.99999999999999, 1)])  # adjacent floats: a midpoint rounds onto one
 def test_queue_mean_equals_sampled_average(points: list[tuple[float, int]]) -> None:
     t = np.sort(np.array([p[0] for p in points]))
     w = np.array([p[1] for p in points])
@@ -205,11 +206,11 @@ def test_queue_mean_equals_sampled_average(points: list[tuple[float, int]]) -> N
     if span <= 0:
         assert got["queue_mean_waiting"] == pytest.approx(w.mean())
         return
-    # Independent check: average of the step function at midpoints of a fine regular grid
-    # refined at every breakpoint (exact, since the function is constant on each piece).
+    # Independent check: the step function's value on each piece [grid[i], grid[i+1]) between
+    # distinct breakpoints is the last record at or before grid[i] (exact; sampling at the
+    # pieces' midpoints is not: between adjacent floats a midpoint rounds onto an end).
     grid = np.unique(t)
-    mids = (grid[:-1] + grid[1:]) / 2
-    idx = np.searchsorted(t, mids, side="right") - 1
+    idx = np.searchsorted(t, grid[:-1], side="right") - 1
     expect = float(np.sum(w[idx] * np.diff(grid)) / span)
     assert got["queue_mean_waiting"] == pytest.approx(expect)
     assert w.min() <= got["queue_mean_waiting"] + 1e-9 <= w.max() + 2e-9
