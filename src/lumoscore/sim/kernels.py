@@ -460,21 +460,30 @@ def _refill_suffix(
 
 
 @numba.njit(cache=True)
+def _push(
+    buf: IntArray, n: int, x: int, limit: int
+) -> tuple[IntArray, int]:  # pragma: no cover - compiled
+    """Append ``x`` to ``buf`` (``n`` entries so far; grown by doubling up to ``limit``):
+    the buffer and the new count, -1 when full."""
+    if n == buf.size:
+        if n >= limit:
+            return buf, -1
+        bigger = np.empty(min(2 * n, limit), dtype=np.int64)
+        bigger[:n] = buf
+        buf = bigger
+    buf[n] = x
+    return buf, n + 1
+
+
+@numba.njit(cache=True)
 def _enlist(
     S: IntArray, ns: int, rmark: IntArray, stamp: int, g: int, limit: int
 ) -> tuple[IntArray, int]:  # pragma: no cover - compiled
-    """Put row ``g`` into the refill set ``S`` (``ns`` rows so far; ``S`` grows by doubling up
-    to ``limit`` rows): ``S`` and the new count, -1 when full. The row is marked ``-stamp``
-    (enlisted, not yet refilled: its rate is stale) until its refill marks it ``stamp``."""
-    if ns == S.size:
-        if ns >= limit:
-            return S, -1
-        bigger = np.empty(min(2 * ns, limit), dtype=np.int64)
-        bigger[:ns] = S
-        S = bigger
+    """Put row ``g`` into the refill set ``S`` (``ns`` rows so far, at most ``limit``): ``S``
+    and the new count, -1 when full. The row is marked ``-stamp`` (enlisted, not yet
+    refilled: its rate is stale) until its refill marks it ``stamp``."""
     rmark[g] = -stamp
-    S[ns] = g
-    return S, ns + 1
+    return _push(S, ns, g, limit)
 
 
 @numba.njit(cache=True)
@@ -707,12 +716,7 @@ def _closure(
                             if bott[g] == q and r > s_lev:
                                 s_lev = r
                         else:
-                            if n_cand == cand.size:
-                                bigger = np.empty(2 * n_cand, dtype=np.int64)
-                                bigger[:n_cand] = cand
-                                cand = bigger
-                            cand[n_cand] = g
-                            n_cand += 1
+                            cand, n_cand = _push(cand, n_cand, g, alive.size)
                     prev = z
                 elif prev < 0:
                     lhead[q] = nxt
@@ -870,7 +874,7 @@ def fluid_advance(
                 for j in range(f_ptr[g], f_ptr[g + 1]):
                     q = c_idx[j]
                     link_load[q] -= weight[g] * r
-                    if tmark[q] == 0 and (nb[q] > 0 or grow > 1.0):
+                    if tmark[q] == 0:
                         tmark[q] = 1
                         touched[meta[M_TOUCHED]] = q
                         meta[M_TOUCHED] += 1
@@ -951,10 +955,7 @@ def fluid_run(
         if remaining[f] > size[f] * done_rtol:
             alive[f] = True
             live[0] += 1
-    c_idx, c_cap = _compact(f_idx, capacity)
-    glob = np.empty(c_cap.size, dtype=np.int64)
-    for k in range(f_idx.size):
-        glob[c_idx[k]] = f_idx[k]
+    c_idx, c_cap, glob = _compact(f_idx, capacity)
     st = new_state(n, c_cap.size)
     st[REM0][:] = np.where(alive, remaining, 0.0)
     st[META][M_ALIVE] = live[0]

@@ -329,8 +329,9 @@ def _transpose(
 @numba.njit(cache=True)
 def _compact(
     f_idx: NDArray[np.int64], capacity: FloatArray
-) -> tuple[NDArray[np.int64], FloatArray]:  # pragma: no cover - compiled
-    """Renumber the links that flows use as 0..m-1 in order of first use (progressive filling
+) -> tuple[NDArray[np.int64], FloatArray, NDArray[np.int64]]:  # pragma: no cover - compiled
+    """Renumber the links that flows use as 0..m-1 in order of first use; returns the local
+    route entries, the local capacities and each local link's fabric id (progressive filling
     scans links per level, so a round that touches few of a large fabric's links must not pay
     for the others). O(route entries): the fabric-sized map is left uninitialised and an
     entry counts only where it points back to its link (a sparse set), so a round on a
@@ -351,4 +352,4 @@ def _compact(
     c_cap = np.empty(m)
     for r in range(m):
         c_cap[r] = capacity[glob[r]]
-    return c_idx, c_cap
+    return c_idx, c_cap, glob[:m]
