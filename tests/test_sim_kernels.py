@@ -73,12 +73,13 @@ def test_rates_after_every_completion_equal_a_fresh_solve(inst, eps: float) -> N
         fs.pop_finished()
 
 
-def _reference_run(paths, cap, weight, size) -> tuple[float, np.ndarray]:
+def _reference_run(paths, cap, weight, size) -> tuple[float, np.ndarray, np.ndarray]:
     """Flows starting together, a fresh max-min solve at every completion: the completion
-    time and the highest load each link carried."""
+    time, the highest load each link carried and when its last flow left it."""
     rem = size.copy()
     alive = np.ones(len(paths), dtype=bool)
     peak = np.zeros(cap.size)
+    idle = np.zeros(cap.size)
     t = 0.0
     while alive.any():
         idx = np.flatnonzero(alive)
@@ -89,7 +90,9 @@ def _reference_run(paths, cap, weight, size) -> tuple[float, np.ndarray]:
         t += dt
         rem[idx] -= r.rates * dt
         alive[idx[rem[idx] <= size[idx] * 1e-9]] = False
-    return t, peak
+        for i in idx:
+            idle[paths[i]] = t
+    return t, peak, idle
 
 
 @settings(max_examples=80, deadline=None)
@@ -97,14 +100,15 @@ def _reference_run(paths, cap, weight, size) -> tuple[float, np.ndarray]:
 def test_fluid_run_equals_step_by_step_reference(inst) -> None:
     paths, cap, weight, size = inst
     indptr, indices = _csr(paths)
-    t, rem, links, peak, _, _ = fluid_run(
+    t, rem, links, peak, _, _, idle = fluid_run(
         indptr, indices, weight, size, size, cap, np.inf, DONE_RTOL
     )
-    ref_t, ref_peak = _reference_run(paths, cap, weight, size)
+    ref_t, ref_peak, ref_idle = _reference_run(paths, cap, weight, size)
     assert abs(t - ref_t) <= 1e-9 * t
     assert not rem.any()
     assert sorted(links.tolist()) == sorted(set(indices.tolist()))
     assert np.allclose(peak, ref_peak[links], rtol=1e-9, atol=0)
+    assert np.allclose(idle, ref_idle[links], rtol=1e-9, atol=0)
 
 
 @settings(max_examples=60, deadline=None)
@@ -132,7 +136,7 @@ def test_fluid_set_of_several_jobs_equals_one_run(inst, n_jobs: int) -> None:
         for j in fs.pop_finished():
             ends[j] = fs.clock_s
     assert max(ends.values()) == np.float64(max(ends.values()))
-    ref, _ = _reference_run(paths, cap, weight, size)
+    ref, _, _ = _reference_run(paths, cap, weight, size)
     assert abs(max(ends.values()) - ref) <= 1e-9 * ref
 
 

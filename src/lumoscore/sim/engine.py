@@ -61,7 +61,7 @@ from lumoscore.sim.plan import (
 )
 from lumoscore.sim.queueing import blocking, check_policy, ordered
 from lumoscore.sim.results import SimResult
-from lumoscore.sim.solo import claim_solo, release_solo
+from lumoscore.sim.solo import claim_solo, in_use, mark_in_use, release_solo
 from lumoscore.workload.job import Job
 
 __all__ = ["Placer", "SimulationError", "Simulator"]
@@ -192,9 +192,9 @@ class Simulator:
         fluid = FluidSet(cap, self.eps)
         eps = self.eps
         link_users = np.zeros(fab.n_links, dtype=np.int64)
-        fluid_count = np.zeros(fab.n_links, dtype=np.int64)  # fluid rounds on each link
         solo_count = np.zeros(fab.n_links, dtype=np.int64)  # solo rounds on each link
         solo_load = np.zeros(fab.n_links)  # sum of their peak loads, bit/s
+        solo_until = np.full(fab.n_links, -np.inf)  # the last time one of them sends there
         scratch = np.zeros(fab.n_links, dtype=bool)
         inflight: dict[int, tuple[RoundPlan, float, str]] = {}
         waiting: deque[Job] = deque()
@@ -370,12 +370,13 @@ class Simulator:
         def peak_of(rp: RoundPlan) -> NDArray[np.float64]:
             return cap[rp.links] if rp.peak_bps is None else rp.peak_bps
 
+        def idle_of(rp: RoundPlan) -> NDArray[np.float64]:
+            return np.full(rp.links.size, rp.solo_s) if rp.idle_s is None else rp.idle_s
+
         def end_inflight(jid: int) -> None:
             rp, _, mode = inflight.pop(jid)
-            if mode == "fluid":
-                fluid_count[rp.links] -= 1
-                return
-            release_solo(rp.links, peak_of(rp), solo_count, solo_load)
+            if mode == "solo":
+                release_solo(rp.links, peak_of(rp), solo_count, solo_load, solo_until)
 
         def join_fluid(jid: int, rp: RoundPlan, t0: float, now: float) -> None:
             """Put a round that started at ``t0`` into the fluid set at its exact progress
@@ -392,13 +393,13 @@ class Simulator:
                         _, rp.start_state["rate"], rp.start_state["bott"] = solo_state(rp, cap, 0.0)
                     rate, bott = rp.start_state["rate"], rp.start_state["bott"]
             fluid.add(jid, rp, rem, now_s=now, rates=rate, bottleneck=bott)
-            fluid_count[rp.links] += 1
             inflight[jid] = (rp, t0, "fluid")
 
         def solo_to_fluid(now: float) -> None:
-            """Move every solo in-flight round crossing a link marked in ``scratch`` into the
-            fluid set, and then every solo round sharing a link with one moved: in the fluid
-            set a round's loads are no longer bounded by its solo peaks."""
+            """Move every solo in-flight round still sending on a link marked in ``scratch``
+            into the fluid set, and then every solo round sharing a link in use with one
+            moved: in the fluid set a round's loads are no longer bounded by its solo peaks.
+            (A link a solo round has left for good, alone, carries none of its flows.)"""
             marks = scratch.copy()
             moved = True
             while moved:
@@ -409,11 +410,12 @@ class Simulator:
                         if marks[rp.links].any():
                             unreserve(k)
                         continue
-                    if marks[rp.links].any():
+                    idle = idle_of(rp)
+                    if in_use(rp.links, idle, t0, now, marks):
                         q.cancel(("roundend", k))
                         end_inflight(k)
                         join_fluid(k, rp, t0, now)
-                        marks[rp.links] = True
+                        mark_in_use(rp.links, idle, t0, now, marks)
                         moved = True
 
         def demote_isolated(now: float) -> None:
@@ -428,7 +430,16 @@ class Simulator:
             loads fit (then no shared link ever saturates, so each flow keeps its solo max-min
             rate: its bottleneck is an unshared link)."""
             solo, shared = claim_solo(
-                rp.links, peak_of(rp), cap, fluid_count, solo_count, solo_load, _FIT_RTOL
+                rp.links,
+                peak_of(rp),
+                idle_of(rp),
+                t0,
+                cap,
+                fluid.link_rows,
+                solo_count,
+                solo_load,
+                solo_until,
+                _FIT_RTOL,
             )
             if not solo:
                 return False
@@ -582,7 +593,6 @@ class Simulator:
                         f"the round in flight {rem.size}"
                     )
                 fluid.add(jid, new_rp, rem, now_s=now)
-                fluid_count[new_rp.links] += 1
                 inflight[jid] = (new_rp, t0_round, "fluid")
 
         def launch(job: Job, gpus: IntArray, now: float) -> None:

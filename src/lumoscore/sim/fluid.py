@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 from lumoscore.sim.kernels import (
     BOTT,
     FULL_SOLVE,
+    LROWS,
     M_ALIVE,
     M_FALLBACKS,
     M_REFILLED,
@@ -43,6 +44,7 @@ from lumoscore.sim.kernels import (
     ROW_FIELDS,
     T0,
     FluidState,
+    count_rows,
     fluid_advance,
     link_lists_append,
     new_state,
@@ -156,6 +158,11 @@ class FluidSet:
         """Bits every row still has to send at the clock."""
         return remaining_at(self.alive, self._st, self.clock_s)
 
+    @property
+    def link_rows(self) -> IntArray:
+        """Flow rows in flight on each link (the kernel's array: do not write)."""
+        return self._buf[LROWS]
+
     def jobs(self) -> set[int]:
         """Jobs with a round in the set."""
         return set(self.slot_of)
@@ -240,6 +247,7 @@ class FluidSet:
         link_lists_append(
             self._indptr, self._indices, self._lhead, self._lnext, self._lrow, n, n + k
         )
+        count_rows(self._indptr, self._indices, np.arange(n, n + k), self._buf[LROWS], 1)
         if self.grow > 1.0:
             self._mode = FULL_SOLVE
         elif self._mode != FULL_SOLVE:
@@ -318,6 +326,7 @@ class FluidSet:
         s = self.slot_of.pop(job_id)
         del self.job_of[s]
         mine = self.alive & (self.slot == s)
+        count_rows(self._indptr, self._indices, np.flatnonzero(mine), self._buf[LROWS], -1)
         rem = np.zeros(self.n_rows.pop(s))
         rem[self._row_of[: self._n][mine]] = self.remaining[mine]
         self._alive[: self._n][mine] = False

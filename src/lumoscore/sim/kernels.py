@@ -32,11 +32,11 @@ Two flows share a 10 bit/s link; one has 10 bits, the other 20. Both get 5 bit/s
 finishes at t = 2 s, then the second gets 10 bit/s and finishes its last 10 bits at t = 3 s:
 
 >>> import numpy as np
->>> t, rem, links, peak, _, _ = fluid_run(
+>>> t, rem, links, peak, _, _, idle = fluid_run(
 ...     np.array([0, 1, 2]), np.array([0, 0]), np.ones(2), np.array([10.0, 20.0]),
 ...     np.array([10.0, 20.0]), np.array([10.0]), np.inf, 1e-9)
->>> float(t), rem.tolist(), links.tolist(), peak.tolist()
-(3.0, [0.0, 0.0], [0], [10.0])
+>>> float(t), rem.tolist(), links.tolist(), peak.tolist(), idle.tolist()
+(3.0, [0.0, 0.0], [0], [10.0], [3.0])
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from lumoscore.sim.maxmin import _compact
 __all__ = [
     "REFILL_MARGIN",
     "FluidState",
+    "count_rows",
     "fluid_advance",
     "fluid_run",
     "link_lists",
@@ -80,7 +81,8 @@ RATES_VALID, REFILL, FULL_SOLVE = 0, 1, 2
 #: link_load (bit/s on each link), local (scratch: local number of each link, -1), peak (the
 #: highest load each link has carried), lmark (scratch stamps), touched (links whose load fell
 #: since the last solve), tmark (1 if listed in touched), chk (scratch), nb (alive rows whose
-#: bottleneck is the link), smark and slist (scratch). Last, meta
+#: bottleneck is the link), smark and slist (scratch), lrows (alive rows crossing the link).
+#: Last, meta
 #: (int64[9]): heap size, order length, solves, rows refilled, stamp, touched count, closure
 #: fall-backs, closure rounds, rows alive.
 FluidState = tuple[
@@ -105,12 +107,13 @@ FluidState = tuple[
     IntArray,
     IntArray,
     IntArray,
+    IntArray,
 ]
 #: The first ``ROW_FIELDS`` entries of a :data:`FluidState` are per row, the next
 #: ``LINK_FIELDS`` per link, the last is ``meta``.
-ROW_FIELDS, LINK_FIELDS = 10, 10
+ROW_FIELDS, LINK_FIELDS = 10, 11
 RATE, REM0, T0, FIN, HEAP, POS, ORDER, BOTT, RMARK, HKEY = range(ROW_FIELDS)
-LOAD, LOCAL, PEAK, LMARK, TOUCHED, TMARK, CHK, NB, SMARK, SLIST = range(
+LOAD, LOCAL, PEAK, LMARK, TOUCHED, TMARK, CHK, NB, SMARK, SLIST, LROWS = range(
     ROW_FIELDS, ROW_FIELDS + LINK_FIELDS
 )
 META = ROW_FIELDS + LINK_FIELDS
@@ -145,6 +148,7 @@ def new_state(n_rows: int, n_links: int) -> FluidState:  # pragma: no cover - co
         np.zeros(n_links, dtype=np.int64),
         np.zeros(n_links, dtype=np.int64),
         np.zeros(n_links, dtype=np.int64),
+        np.zeros(n_links, dtype=np.int64),
         np.zeros(9, dtype=np.int64),
     )
 
@@ -167,6 +171,16 @@ def link_lists_append(
             lrow[j] = f
             lnext[j] = lhead[q]
             lhead[q] = j
+
+
+@numba.njit(cache=True)
+def count_rows(
+    f_ptr: IntArray, c_idx: IntArray, rows: IntArray, lrows: IntArray, delta: int
+) -> None:  # pragma: no cover - compiled
+    """Add ``delta`` to ``lrows[link]`` for every link each of ``rows`` crosses."""
+    for f in rows:
+        for j in range(f_ptr[f], f_ptr[f + 1]):
+            lrows[c_idx[j]] += delta
 
 
 @numba.njit(cache=True)
@@ -831,6 +845,7 @@ def fluid_advance(
     rate, fin, hp, pos, bott, nb = st[RATE], st[FIN], st[HEAP], st[POS], st[BOTT], st[NB]
     hkey = st[HKEY]
     link_load, touched, tmark, meta = st[LOAD], st[TOUCHED], st[TMARK], st[META]
+    lrows = st[LROWS]
     while True:
         if mode != RATES_VALID:
             _solve(
@@ -870,9 +885,11 @@ def fluid_advance(
             meta[M_ALIVE] -= 1
             if bott[g] >= 0:
                 nb[bott[g]] -= 1
-            if r > 0.0 and r < np.inf:
-                for j in range(f_ptr[g], f_ptr[g + 1]):
-                    q = c_idx[j]
+            sending = r > 0.0 and r < np.inf
+            for j in range(f_ptr[g], f_ptr[g + 1]):
+                q = c_idx[j]
+                lrows[q] -= 1
+                if sending:
                     link_load[q] -= weight[g] * r
                     if tmark[q] == 0:
                         tmark[q] = 1
@@ -938,14 +955,15 @@ def fluid_run(
     done_rtol: float,
     grow: float = 1.0,
 ) -> tuple[
-    float, FloatArray, IntArray, FloatArray, FloatArray, IntArray
+    float, FloatArray, IntArray, FloatArray, FloatArray, IntArray, FloatArray
 ]:  # pragma: no cover - compiled
     """Fluid model of flows starting together: run until all finish or ``until_s`` passes.
 
     ``grow = 1 + eps`` selects the (1+eps)-approximate allocation. Returns the elapsed time
     (``inf`` if some flow can never finish), the remaining size of every flow, the links the
-    flows cross with the highest load (bit/s) each carried meanwhile, and every flow's rate
-    and bottleneck link (fabric link id, -1 if none) when it stopped (0 and -1 for finished
+    flows cross with the highest load (bit/s) each carried meanwhile and the time its last
+    flow left it (``inf`` while some flow still crosses it), and every flow's rate and
+    bottleneck link (fabric link id, -1 if none) when it stopped (0 and -1 for finished
     flows).
     """
     n = weight.size
@@ -959,6 +977,7 @@ def fluid_run(
     st = new_state(n, c_cap.size)
     st[REM0][:] = np.where(alive, remaining, 0.0)
     st[META][M_ALIVE] = live[0]
+    count_rows(f_ptr, c_idx, np.flatnonzero(alive), st[LROWS], 1)
     slot = np.zeros(n, dtype=np.int64)
     t = 0.0
     if live[0] > 0:
@@ -988,7 +1007,17 @@ def fluid_run(
             t = np.inf  # some flow can never finish (zero capacity)
     rate = np.where(alive, st[RATE], 0.0)
     bott = np.full(n, -1, dtype=np.int64)
+    idle = np.zeros(c_cap.size)  # when the last flow left each link
     for f in range(n):
-        if alive[f] and st[BOTT][f] >= 0:
-            bott[f] = glob[st[BOTT][f]]
-    return t, remaining_at(alive, st, t), glob, st[PEAK], rate, bott
+        if alive[f]:
+            if st[BOTT][f] >= 0:
+                bott[f] = glob[st[BOTT][f]]
+            left = np.inf
+        elif remaining[f] > size[f] * done_rtol:
+            left = st[FIN][f]  # (finished here: its last finish time)
+        else:
+            continue
+        for j in range(f_ptr[f], f_ptr[f + 1]):
+            if left > idle[c_idx[j]]:
+                idle[c_idx[j]] = left
+    return t, remaining_at(alive, st, t), glob, st[PEAK], rate, bott, idle

@@ -46,8 +46,10 @@ class RoundPlan:
 
     ``bits`` is the size of one flow of each row (capacities are in bit/s). ``peak_bps`` is
     the highest load the round alone puts on each of its ``links`` (``None``: unknown, taken
-    as the full capacity). ``start_state`` caches the rows' rates and bottleneck links when the
-    round starts alone (see :func:`solo_state`), a warm start for the shared fluid set.
+    as the full capacity), ``idle_s`` the time from the round's start after which, alone, it
+    sends nothing more on each of them (``None``: taken as ``solo_s``). ``start_state``
+    caches the rows' rates and bottleneck links when the round starts alone (see
+    :func:`solo_state`), a warm start for the shared fluid set.
     """
 
     indptr: IntArray
@@ -60,6 +62,7 @@ class RoundPlan:
     ideal_s: float
     links: IntArray
     peak_bps: FloatArray | None = None
+    idle_s: FloatArray | None = None
     start_state: dict[str, NDArray] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -137,7 +140,7 @@ def solo_state(
     >>> rem.tolist(), rate.tolist(), bott.tolist()
     ([0.0, 10.0], [0.0, 10.0], [-1, 0])
     """
-    _, rem, _, _, rate, bott = fluid_run(
+    _, rem, _, _, rate, bott, _ = fluid_run(
         rp.indptr,
         rp.indices,
         rp.weight,
@@ -158,14 +161,15 @@ def _solo_run(
     size: FloatArray,
     capacity: FloatArray,
     eps: float,
-) -> tuple[float, IntArray, FloatArray]:
-    """A round alone from start to end: its time, its links (sorted) and their peak loads."""
+) -> tuple[float, IntArray, FloatArray, FloatArray]:
+    """A round alone from start to end: its time, its links (sorted), their peak loads and
+    when its last flow leaves each of them."""
     size = size.astype(float)
-    t, _, glob, peak, _, _ = fluid_run(
+    t, _, glob, peak, _, _, idle = fluid_run(
         indptr, indices, weight, size, size, capacity, math.inf, DONE_RTOL, 1.0 + eps
     )
     order = np.argsort(glob)
-    return float(t), glob[order], peak[order]
+    return float(t), glob[order], peak[order], idle[order]
 
 
 def build_plan(
@@ -202,7 +206,9 @@ def build_plan(
             routes = fabric.routes(src, dst, keys, job_id=job.job_id)
         weight = np.asarray(f.weight, dtype=float)
         size = np.asarray(f.bytes, dtype=float) * 8.0
-        solo_s, links, peak = _solo_run(routes.indptr, routes.indices, weight, size, cap, eps)
+        solo_s, links, peak, idle = _solo_run(
+            routes.indptr, routes.indices, weight, size, cap, eps
+        )
         ideal = rnd.ideal_s * slower if rnd.ideal_s is not None else solo_s
         rounds.append(
             RoundPlan(
@@ -216,6 +222,7 @@ def build_plan(
                 float(ideal),
                 links,
                 peak,
+                idle,
             )
         )
         all_links.append(routes.indices)
@@ -252,8 +259,10 @@ def resolo(
     rounds = []
     for rp in plan.rounds:
         if rp.solo_s > 0 and changed[rp.links].any():
-            solo_s, _, peak = _solo_run(rp.indptr, rp.indices, rp.weight, rp.bits, capacity, eps)
-            rp = replace(rp, solo_s=solo_s, peak_bps=peak, start_state={})
+            solo_s, _, peak, idle = _solo_run(
+                rp.indptr, rp.indices, rp.weight, rp.bits, capacity, eps
+            )
+            rp = replace(rp, solo_s=solo_s, peak_bps=peak, idle_s=idle, start_state={})
         rounds.append(rp)
     iteration_s = float(sum(r.compute_s + r.solo_s for r in rounds))
     return replace(plan, rounds=tuple(rounds), iteration_s=iteration_s)
