@@ -206,9 +206,7 @@ def build_plan(
             routes = fabric.routes(src, dst, keys, job_id=job.job_id)
         weight = np.asarray(f.weight, dtype=float)
         size = np.asarray(f.bytes, dtype=float) * 8.0
-        solo_s, links, peak, idle = _solo_run(
-            routes.indptr, routes.indices, weight, size, cap, eps
-        )
+        solo_s, links, peak, idle = _solo_run(routes.indptr, routes.indices, weight, size, cap, eps)
         ideal = rnd.ideal_s * slower if rnd.ideal_s is not None else solo_s
         rounds.append(
             RoundPlan(
