@@ -29,7 +29,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.sim.kernels import (
-    BOTT,
     FULL_SOLVE,
     LROWS,
     M_ALIVE,
@@ -40,10 +39,9 @@ from lumoscore.sim.kernels import (
     META,
     RATE,
     REFILL,
-    REM0,
     ROW_FIELDS,
-    T0,
     FluidState,
+    append_round,
     count_rows,
     fluid_advance,
     link_lists_append,
@@ -57,6 +55,10 @@ __all__ = ["FluidSet"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
+
+
+_NO_RATES = np.zeros(0)
+_NO_BOTT = np.zeros(0, dtype=np.int64)
 
 
 def _grown(a: np.ndarray, used: int, need: int) -> np.ndarray:
@@ -199,55 +201,56 @@ class FluidSet:
                 )
             self.clock_s = float(now_s)
         rem = rp.bits if remaining is None else remaining.astype(float)
-        live = rem > rp.bits * DONE_RTOL
-        if not live.any():
+        if not (rem > rp.bits * DONE_RTOL).any():
             return
-        idx = np.flatnonzero(live)
-        lens = np.diff(rp.indptr)[idx]
-        pos = np.repeat(rp.indptr[idx] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
-        pos = pos + np.arange(int(lens.sum()))
         s = self._free_slot()
-        self.slot_of[job_id] = s
-        self.job_of[s] = job_id
-        self.live[s] = idx.size
-        self.n_rows[s] = rp.n_flows
-        n, k = self._n, idx.size
-        nnz, m = int(self._indptr[n]), pos.size
-        # room for k more rows and m more route entries
-        self._indptr = _grown(self._indptr, n + 1, n + k + 1)
+        n, k_max = self._n, rp.n_flows
+        nnz = int(self._indptr[n])
+        # room for every row of the round (those done are skipped)
+        self._indptr = _grown(self._indptr, n + 1, n + k_max + 1)
         self._indices, self._lnext, self._lrow = (
-            _grown(a, nnz, nnz + m) for a in (self._indices, self._lnext, self._lrow)
+            _grown(a, nnz, nnz + rp.indices.size) for a in (self._indices, self._lnext, self._lrow)
         )
         self._weight, self._size, self._alive, self._slot, self._row_of = (
-            _grown(a, n, n + k)
+            _grown(a, n, n + k_max)
             for a in (self._weight, self._size, self._alive, self._slot, self._row_of)
         )
         self._buf = tuple(  # type: ignore[assignment]
-            _grown(a, n, n + k) if i < ROW_FIELDS else a for i, a in enumerate(self._buf)
+            _grown(a, n, n + k_max) if i < ROW_FIELDS else a for i, a in enumerate(self._buf)
         )
-        self._views = None
-        self._indices[nnz : nnz + m] = rp.indices[pos]
-        self._indptr[n + 1 : n + k + 1] = nnz + np.cumsum(lens)
-        self._weight[n : n + k] = rp.weight[idx]
-        self._size[n : n + k] = rp.bits[idx]
-        self._alive[n : n + k] = True
-        self._slot[n : n + k] = s
-        self._row_of[n : n + k] = idx
-        fresh = new_state(k, 0)
-        fresh[REM0][:] = rem[idx]
-        fresh[T0][:] = self.clock_s
-        if rates is not None and bottleneck is not None and self.grow == 1.0:
-            fresh[RATE][:] = rates[idx]
-            fresh[BOTT][:] = bottleneck[idx]
-        for i in range(ROW_FIELDS):
-            self._buf[i][n : n + k] = fresh[i]
+        warm = rates is not None and bottleneck is not None and self.grow == 1.0
+        k = append_round(
+            rp.indptr,
+            rp.indices,
+            rp.weight.astype(float, copy=False),
+            rp.bits.astype(float, copy=False),
+            rem,
+            rates.astype(float, copy=False) if warm else _NO_RATES,  # type: ignore[union-attr]
+            bottleneck.astype(np.int64, copy=False) if warm else _NO_BOTT,  # type: ignore[union-attr]
+            s,
+            self.clock_s,
+            DONE_RTOL,
+            n,
+            self._indptr,
+            self._indices,
+            self._weight,
+            self._size,
+            self._alive,
+            self._slot,
+            self._row_of,
+            self._buf,
+            self._lhead,
+            self._lnext,
+            self._lrow,
+        )
+        self.slot_of[job_id] = s
+        self.job_of[s] = job_id
+        self.live[s] = k
+        self.n_rows[s] = rp.n_flows
         self._n = n + k
+        self._views = None
         self._args = None
         self._buf[META][M_ALIVE] += k
-        link_lists_append(
-            self._indptr, self._indices, self._lhead, self._lnext, self._lrow, n, n + k
-        )
-        count_rows(self._indptr, self._indices, np.arange(n, n + k), self._buf[LROWS], 1)
         if self.grow > 1.0:
             self._mode = FULL_SOLVE
         elif self._mode != FULL_SOLVE:

@@ -50,6 +50,7 @@ from lumoscore.sim.maxmin import _compact
 __all__ = [
     "REFILL_MARGIN",
     "FluidState",
+    "append_round",
     "count_rows",
     "fluid_advance",
     "fluid_run",
@@ -171,6 +172,70 @@ def link_lists_append(
             lrow[j] = f
             lnext[j] = lhead[q]
             lhead[q] = j
+
+
+@numba.njit(cache=True)
+def append_round(
+    r_ptr: IntArray,
+    r_idx: IntArray,
+    r_weight: FloatArray,
+    r_bits: FloatArray,
+    remaining: FloatArray,
+    rates: FloatArray,
+    bottleneck: IntArray,
+    slot_id: int,
+    clock_s: float,
+    done_rtol: float,
+    n: int,
+    f_ptr: IntArray,
+    c_idx: IntArray,
+    weight: FloatArray,
+    size: FloatArray,
+    alive: BoolArray,
+    slot: IntArray,
+    row_of: IntArray,
+    st: FluidState,
+    lhead: IntArray,
+    lnext: IntArray,
+    lrow: IntArray,
+) -> int:  # pragma: no cover - compiled
+    """Append the rows of a round (CSR ``r_ptr``/``r_idx``, per row ``r_weight`` and
+    ``r_bits``) with bits still to send (``remaining`` above ``done_rtol`` of their size)
+    after the ``n`` rows in use, into buffers with room for them. Each row starts at
+    ``clock_s`` with its ``rates`` and ``bottleneck`` (a warm start; empty arrays: none),
+    joins the per-link lists and counts, and belongs to ``slot_id``. Returns the rows
+    appended."""
+    warm = rates.size > 0
+    rate, rem0, t0, fin, pos, bott = st[RATE], st[REM0], st[T0], st[FIN], st[POS], st[BOTT]
+    rmark, lrows = st[RMARK], st[LROWS]
+    f = n
+    nnz = f_ptr[n]
+    for i in range(r_bits.size):
+        if not remaining[i] > r_bits[i] * done_rtol:
+            continue
+        for j in range(r_ptr[i], r_ptr[i + 1]):
+            q = r_idx[j]
+            c_idx[nnz] = q
+            lrow[nnz] = f
+            lnext[nnz] = lhead[q]
+            lhead[q] = nnz
+            lrows[q] += 1
+            nnz += 1
+        f_ptr[f + 1] = nnz
+        weight[f] = r_weight[i]
+        size[f] = r_bits[i]
+        alive[f] = True
+        slot[f] = slot_id
+        row_of[f] = i
+        rate[f] = rates[i] if warm else 0.0
+        bott[f] = bottleneck[i] if warm else -1
+        rem0[f] = remaining[i]
+        t0[f] = clock_s
+        fin[f] = np.inf
+        pos[f] = -1
+        rmark[f] = 0
+        f += 1
+    return f - n
 
 
 @numba.njit(cache=True)
