@@ -42,9 +42,9 @@ from lumoscore.sim.kernels import (
     ROW_FIELDS,
     FluidState,
     append_round,
+    compact_rows,
     count_rows,
     fluid_advance,
-    link_lists_append,
     new_state,
     rebuild_heap,
     remaining_at,
@@ -345,22 +345,23 @@ class FluidSet:
         n_new = len(self)
         if n == 0 or 2 * n_new > n:
             return
-        keep = self._alive[:n].copy()
-        lens = np.diff(self._indptr[: n + 1])
-        nnz_new = int(lens[keep].sum())
-        self._indices[:nnz_new] = self._indices[: int(self._indptr[n])][np.repeat(keep, lens)]
-        self._indptr[1 : n_new + 1] = np.cumsum(lens[keep])
-        for a in (self._weight, self._size, self._alive, self._slot, self._row_of):
-            a[:n_new] = a[:n][keep]
-        for i in range(ROW_FIELDS):
-            self._buf[i][:n_new] = self._buf[i][:n][keep]
-        self._new_from = int(keep[: self._new_from].sum())
-        self._n = n_new
-        self._args = None
-        self._lhead[:] = -1
-        link_lists_append(
-            self._indptr, self._indices, self._lhead, self._lnext, self._lrow, 0, n_new
+        self._n, self._new_from = compact_rows(
+            n,
+            self._new_from,
+            self._indptr,
+            self._indices,
+            self._weight,
+            self._size,
+            self._alive,
+            self._slot,
+            self._row_of,
+            self._buf,
+            self._lhead,
+            self._lnext,
+            self._lrow,
         )
+        self._views = None
+        self._args = None
         if self.grow > 1.0:
             self._mode = FULL_SOLVE
         else:

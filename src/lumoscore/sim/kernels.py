@@ -51,6 +51,7 @@ __all__ = [
     "REFILL_MARGIN",
     "FluidState",
     "append_round",
+    "compact_rows",
     "count_rows",
     "fluid_advance",
     "fluid_run",
@@ -236,6 +237,60 @@ def append_round(
         rmark[f] = 0
         f += 1
     return f - n
+
+
+@numba.njit(cache=True)
+def compact_rows(
+    n: int,
+    new_from: int,
+    f_ptr: IntArray,
+    c_idx: IntArray,
+    weight: FloatArray,
+    size: FloatArray,
+    alive: BoolArray,
+    slot: IntArray,
+    row_of: IntArray,
+    st: FluidState,
+    lhead: IntArray,
+    lnext: IntArray,
+    lrow: IntArray,
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Drop the dead rows among the first ``n`` (alive ones keep their order) and rebuild the
+    per-link lists. The finish-time heap is not rebuilt (:func:`rebuild_heap`). Returns the
+    rows left and how many of them come before ``new_from``."""
+    rate, rem0, t0, fin = st[RATE], st[REM0], st[T0], st[FIN]
+    order, bott, rmark = st[ORDER], st[BOTT], st[RMARK]
+    for j in range(f_ptr[n]):
+        lhead[c_idx[j]] = -1
+    w = 0
+    e = 0
+    start = 0
+    before = 0
+    for f in range(n):
+        end = f_ptr[f + 1]
+        if alive[f]:
+            for j in range(start, end):
+                c_idx[e] = c_idx[j]
+                e += 1
+            f_ptr[w + 1] = e
+            weight[w] = weight[f]
+            size[w] = size[f]
+            alive[w] = True
+            slot[w] = slot[f]
+            row_of[w] = row_of[f]
+            rate[w] = rate[f]
+            rem0[w] = rem0[f]
+            t0[w] = t0[f]
+            fin[w] = fin[f]
+            order[w] = order[f]
+            bott[w] = bott[f]
+            rmark[w] = rmark[f]
+            if f < new_from:
+                before += 1
+            w += 1
+        start = end
+    link_lists_append(f_ptr, c_idx, lhead, lnext, lrow, 0, w)
+    return w, before
 
 
 @numba.njit(cache=True)
