@@ -165,7 +165,8 @@ def test_isolation_fast_path_equals_round_by_round(seed: int, beta: float) -> No
 
 def test_rounds_claimed_ahead_equal_round_by_round() -> None:
     """A contended ECMP Clos trace: rounds whose links are claimed when their compute starts
-    (and handed back when another round needs the links first) give the same times as
+    (and handed back when another round needs the links first), and rounds running solo on
+    links that solo rounds still in flight have left for good, give the same times as
     simulating every round in the shared fluid set."""
     from lumoscore.fabric.presets import make_fabric
 
@@ -173,6 +174,7 @@ def test_rounds_claimed_ahead_equal_round_by_round() -> None:
     fast = Simulator(make_fabric("clos-51.2T-3tier", 1024), jobs).run()
     slow = Simulator(make_fabric("clos-51.2T-3tier", 1024), jobs, isolation=False).run()
     assert fast.stats["reserved_rounds"] > 100 and fast.stats["unreserved_rounds"] > 10
+    assert fast.stats["solo_rounds_on_left_links"] > 0
     assert slow.stats["reserved_rounds"] == 0
     assert slow.stats["max_min_solves"] > 0 and slow.stats["refilled_rows"] > 0
     for col in ("start_s", "finish_s", "jrt_s", "contention_level"):

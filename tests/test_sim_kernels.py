@@ -191,9 +191,12 @@ def test_rates_stay_max_min_as_rounds_join_and_leave(
         got = np.array([fs.rates[fs.alive & (fs.slot == fs.slot_of[i])][0] for i in left])
         assert np.allclose(got, fresh, rtol=1e-9, atol=0)
         assert len(fs) == int(fs.alive.sum())
-        # the per-link count of bottlenecked rows the kernel keeps is exact
+        # the per-link counts of bottlenecked rows and of rows in flight the kernel keeps
+        # are exact
         bott = fs._st[BOTT][fs.alive]
         np.testing.assert_array_equal(fs._st[NB], np.bincount(bott[bott >= 0], minlength=cap.size))
+        crossing = [paths[i] for i in fs.jobs()]
+        assert fs.link_rows.tolist() == [sum(q in p for p in crossing) for q in range(cap.size)]
     assert sorted(sent_at) == list(range(len(paths)))
     assert all(sent_at[i] > start[i] for i in sent_at)
 

@@ -231,6 +231,7 @@ class Simulator:
             "plans_s": 0.0,
             "solo_rounds": 0,
             "shared_solo_rounds": 0,
+            "solo_rounds_on_left_links": 0,
             "fluid_rounds": 0,
             "reserved_rounds": 0,
             "unreserved_rounds": 0,
@@ -429,7 +430,7 @@ class Simulator:
             the fluid set on them, and on links shared with other solo rounds the summed peak
             loads fit (then no shared link ever saturates, so each flow keeps its solo max-min
             rate: its bottleneck is an unshared link)."""
-            solo, shared = claim_solo(
+            solo, shared, left = claim_solo(
                 rp.links,
                 peak_of(rp),
                 idle_of(rp),
@@ -445,6 +446,7 @@ class Simulator:
                 return False
             stats["solo_rounds"] += 1
             stats["shared_solo_rounds"] += int(shared)
+            stats["solo_rounds_on_left_links"] += int(left)
             inflight[jid] = (rp, t0, "solo")
             q.schedule(
                 t0 + rp.solo_s, "roundend", key=("roundend", jid), data=jid, priority=_P_ROUND

@@ -23,13 +23,13 @@ Examples
 ...     return claim_solo(np.array(links), np.array(peak), np.array(idle), t0, cap, fluid,
 ...                       count, load, until, 1e-9)
 >>> claim([0, 1], [6.0, 6.0], [1.0, 2.0], 0.0)
-(True, False)
+(True, False, False)
 >>> claim([1, 2], [3.0, 3.0], [1.0, 1.0], 0.0)  # 6 + 3 fit on link 1
-(True, True)
+(True, True, False)
 >>> claim([1], [5.0], [1.0], 0.0)  # 6 + 3 + 5 > 10 on link 1 while it is in use
-(False, True)
+(False, True, False)
 >>> claim([0], [5.0], [1.0], 1.5)  # the first round left link 0 at t = 1
-(True, False)
+(True, False, True)
 >>> release_solo(np.array([0, 1]), np.array([6.0, 6.0]), count, load, until)
 >>> count.tolist(), load.tolist()
 ([1, 1, 1], [5.0, 3.0, 3.0])
@@ -59,28 +59,33 @@ def claim_solo(
     solo_load: FloatArray,
     solo_until: FloatArray,
     fit_rtol: float,
-) -> tuple[bool, bool]:  # pragma: no cover - compiled
+) -> tuple[bool, bool, bool]:  # pragma: no cover - compiled
     """Claim ``links`` for a solo round starting at ``t0`` with the given per-link peak loads
-    and idle times if it may run solo; returns ``(solo, shares_a_link_with_another_solo_round)``.
+    and idle times if it may run solo; returns ``(solo, shares_a_link_with_another_solo_round,
+    uses_a_link_other_solo_rounds_have_left)``.
 
     ``fluid_rows``: flows of the fluid set on each link; ``solo_count``, ``solo_load`` and
     ``solo_until``: solo rounds holding each link, their summed peaks, and the latest time
     one of them sends there."""
     shared = False
+    left = False
     for i in range(links.size):
         l = links[i]
         if fluid_rows[l] > 0:
-            return False, False
-        if solo_count[l] > 0 and solo_until[l] > t0:
+            return False, False, False
+        if solo_count[l] > 0:
+            if solo_until[l] <= t0:
+                left = True
+                continue
             shared = True
             if solo_load[l] + peak_bps[i] > capacity_bps[l] * (1.0 - fit_rtol):
-                return False, True
+                return False, True, False
     for i in range(links.size):
         l = links[i]
         solo_count[l] += 1
         solo_load[l] += peak_bps[i]
         solo_until[l] = max(solo_until[l], t0 + idle_s[i])
-    return True, shared
+    return True, shared, left
 
 
 @numba.njit(cache=True)
