@@ -223,7 +223,7 @@ def build_plan(
                 idle,
             )
         )
-        all_links.append(routes.indices)
+        all_links.append(links)  # (sorted, each once)
     links = np.unique(np.concatenate(all_links)) if all_links else np.zeros(0, np.int64)
     iteration_s = float(sum(r.compute_s + r.solo_s for r in rounds))
     return JobPlan(int(job.job_id), tuple(rounds), links, iteration_s)

@@ -14,6 +14,7 @@ from lumoscore.traffic.demand import (
     is_leafwise_permutation,
     leaf_demand,
     max_flows_pod_to_pod,
+    research_pairs,
 )
 from lumoscore.traffic.flows import (
     Flows,
@@ -48,4 +49,5 @@ __all__ = [
     "pair_totals",
     "pod_counts",
     "rank_grid",
+    "research_pairs",
 ]
