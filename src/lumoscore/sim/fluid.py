@@ -231,17 +231,9 @@ class FluidSet:
             self.clock_s,
             DONE_RTOL,
             n,
-            self._indptr,
-            self._indices,
-            self._weight,
-            self._size,
-            self._alive,
-            self._slot,
-            self._row_of,
+            self._rows(),
             self._buf,
-            self._lhead,
-            self._lnext,
-            self._lrow,
+            (self._lhead, self._lnext, self._lrow),
         )
         self.slot_of[job_id] = s
         self.job_of[s] = job_id
@@ -255,6 +247,18 @@ class FluidSet:
             self._mode = FULL_SOLVE
         elif self._mode != FULL_SOLVE:
             self._mode = REFILL
+
+    def _rows(self) -> tuple:
+        """The row buffers (whole, with their spare room), as the kernels take them."""
+        return (
+            self._indptr,
+            self._indices,
+            self._weight,
+            self._size,
+            self._alive,
+            self._slot,
+            self._row_of,
+        )
 
     def _free_slot(self) -> int:
         for s in range(self.live.size):
@@ -346,19 +350,7 @@ class FluidSet:
         if n == 0 or 2 * n_new > n:
             return
         self._n, self._new_from = compact_rows(
-            n,
-            self._new_from,
-            self._indptr,
-            self._indices,
-            self._weight,
-            self._size,
-            self._alive,
-            self._slot,
-            self._row_of,
-            self._buf,
-            self._lhead,
-            self._lnext,
-            self._lrow,
+            n, self._new_from, self._rows(), self._buf, (self._lhead, self._lnext, self._lrow)
         )
         self._views = None
         self._args = None

@@ -111,6 +111,9 @@ FluidState = tuple[
     IntArray,
     IntArray,
 ]
+#: A fluid set's rows (see :class:`~lumoscore.sim.fluid.FluidSet`): routes (CSR indptr and
+#: link ids), weight, size, alive, owner slot and row of the round's plan.
+RowBuffers = tuple[IntArray, IntArray, FloatArray, FloatArray, BoolArray, IntArray, IntArray]
 #: The first ``ROW_FIELDS`` entries of a :data:`FluidState` are per row, the next
 #: ``LINK_FIELDS`` per link, the last is ``meta``.
 ROW_FIELDS, LINK_FIELDS = 10, 11
@@ -188,17 +191,9 @@ def append_round(
     clock_s: float,
     done_rtol: float,
     n: int,
-    f_ptr: IntArray,
-    c_idx: IntArray,
-    weight: FloatArray,
-    size: FloatArray,
-    alive: BoolArray,
-    slot: IntArray,
-    row_of: IntArray,
+    rows: RowBuffers,
     st: FluidState,
-    lhead: IntArray,
-    lnext: IntArray,
-    lrow: IntArray,
+    lists: tuple[IntArray, IntArray, IntArray],
 ) -> int:  # pragma: no cover - compiled
     """Append the rows of a round (CSR ``r_ptr``/``r_idx``, per row ``r_weight`` and
     ``r_bits``) with bits still to send (``remaining`` above ``done_rtol`` of their size)
@@ -206,6 +201,8 @@ def append_round(
     ``clock_s`` with its ``rates`` and ``bottleneck`` (a warm start; empty arrays: none),
     joins the per-link lists and counts, and belongs to ``slot_id``. Returns the rows
     appended."""
+    f_ptr, c_idx, weight, size, alive, slot, row_of = rows
+    lhead, lnext, lrow = lists
     warm = rates.size > 0
     rate, rem0, t0, fin, pos, bott = st[RATE], st[REM0], st[T0], st[FIN], st[POS], st[BOTT]
     rmark, lrows = st[RMARK], st[LROWS]
@@ -243,21 +240,15 @@ def append_round(
 def compact_rows(
     n: int,
     new_from: int,
-    f_ptr: IntArray,
-    c_idx: IntArray,
-    weight: FloatArray,
-    size: FloatArray,
-    alive: BoolArray,
-    slot: IntArray,
-    row_of: IntArray,
+    rows: RowBuffers,
     st: FluidState,
-    lhead: IntArray,
-    lnext: IntArray,
-    lrow: IntArray,
+    lists: tuple[IntArray, IntArray, IntArray],
 ) -> tuple[int, int]:  # pragma: no cover - compiled
     """Drop the dead rows among the first ``n`` (alive ones keep their order) and rebuild the
     per-link lists. The finish-time heap is not rebuilt (:func:`rebuild_heap`). Returns the
     rows left and how many of them come before ``new_from``."""
+    f_ptr, c_idx, weight, size, alive, slot, row_of = rows
+    lhead, lnext, lrow = lists
     rate, rem0, t0, fin = st[RATE], st[REM0], st[T0], st[FIN]
     order, bott, rmark = st[ORDER], st[BOTT], st[RMARK]
     for j in range(f_ptr[n]):
