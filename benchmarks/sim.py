@@ -10,8 +10,10 @@ Targets (issue 6, 2-core machine): 4096 GPUs x 1000 jobs <= 10 s per preset with
 <= 1 GB; 16k GPUs <= 60 s; 32k GPUs <= 300 s. The public research simulator needs about 490 s
 (Clos) and 1650 s (LumosCore) for the 4096-GPU run.
 
-Usage: ``python benchmarks/sim.py [--jobs N] [--eps E] [--timeout S] [--quick]``; the last line
-is one JSON object ``{"figures", "targets", "met"}``.
+Usage: ``python benchmarks/sim.py [--jobs N] [--eps E] [--timeout S] [--quick] [--repeat R]
+[--presets A,B] [--gpus G,H]``; the last line is one JSON object ``{"figures", "targets",
+"met"}``. ``--repeat R`` runs every case R times and reports the fastest wall time and the
+largest peak memory (wall times on shared or virtual machines vary by 10-25 %).
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ PRESETS = (
     "clos-25.6T-3tier",
     "clos-25.6T-4tier",
 )
+
+#: Wall-time target per cluster size (issue 6).
+TARGET_S = {4096: 10.0, 16384: 60.0, 32768: 300.0}
 
 CHILD = r"""
 import json, resource, sys, time
@@ -78,16 +83,29 @@ def main() -> None:
     ap.add_argument("--eps", type=float, default=0.0, help="max-min approximation (0 = exact)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     ap.add_argument("--quick", action="store_true", help="200 jobs, no 16k/32k runs")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per case (fastest counts)")
+    ap.add_argument("--presets", default=",".join(PRESETS), help="comma-separated presets")
+    ap.add_argument("--gpus", default="4096,16384,32768", help="comma-separated cluster sizes")
     args = ap.parse_args()
+    presets = [a for a in args.presets.split(",") if a]
+    sizes = [int(g) for g in args.gpus.split(",") if g]
+    bad = [a for a in presets if a not in PRESETS] + [str(g) for g in sizes if g not in TARGET_S]
+    if bad or args.repeat < 1:
+        ap.error(
+            f"unknown --presets/--gpus {bad} (allowed: {', '.join(PRESETS)}; "
+            f"{', '.join(map(str, TARGET_S))}), or --repeat < 1"
+        )
     jobs = 200 if args.quick else args.jobs
-    cases = [(a, 4096) for a in PRESETS]
-    if not args.quick:
-        cases += [(a, g) for g in (16384, 32768) for a in PRESETS]
+    cases = [(a, g) for g in sizes for a in presets if not (args.quick and g != 4096)]
     figures: dict[str, float | str] = {}
     print(f"{jobs} lumoscore-paper jobs, beta 2000 s, seed 1, eps {args.eps:g}")
     print(f"{'architecture':<24}{'GPUs':>7}{'wall s':>10}{'peak MiB':>10}{'mean JCT s':>13}")
     for arch, gpus in cases:
-        r = run_one(arch, gpus, jobs, args.eps, args.timeout)
+        runs = [run_one(arch, gpus, jobs, args.eps, args.timeout) for _ in range(args.repeat)]
+        r = next((x for x in runs if "wall_s" not in x or "peak_mib" not in x), None)
+        if r is None:  # every run finished: the fastest wall, the largest memory
+            r = dict(min(runs, key=lambda x: x["wall_s"]))
+            r["peak_mib"] = max(x["peak_mib"] for x in runs)
         key = f"{arch}@{gpus}"
         if "skipped" in r:
             print(f"{arch:<24}{gpus:>7}  skipped: {r['skipped'][:60]}")
@@ -121,8 +139,7 @@ def main() -> None:
     figures.update(mm)
     targets: dict[str, float] = {}
     for arch, gpus in cases:
-        limit = {4096: 10.0, 16384: 60.0, 32768: 300.0}[gpus]
-        targets[f"{arch}@{gpus}_wall_s"] = limit
+        targets[f"{arch}@{gpus}_wall_s"] = TARGET_S[gpus]
         if gpus == 4096:
             targets[f"{arch}@{gpus}_peak_mib"] = 1024.0
     met = all(
