@@ -294,9 +294,9 @@ def test_cli_simulate_bad_input_exit_2() -> None:
 
 
 class TwoCoreFabric(BottleneckFabric):
-    """Two parallel core links A and B. With ``move``, jobs start on A and the admission of
-    job 1 takes A away and lists the jobs on it for re-routing onto B; without, every job
-    uses B."""
+    """Two parallel core links A and B. With ``move``, jobs start on A (job 3 on B) and the
+    admission of job 1 takes A away and lists the jobs on it for re-routing onto B; without,
+    every job uses B."""
 
     def __init__(self, gpus: int, move: bool) -> None:
         super().__init__(gpus)
@@ -307,7 +307,7 @@ class TwoCoreFabric(BottleneckFabric):
 
     def admit(self, job_id, gpus):
         self.admitted.add(job_id)
-        if not self.move or job_id == 1:
+        if not self.move or job_id in (1, 3):
             self.on_b.add(job_id)
         if self.move and job_id == 1:
             on_a = tuple(sorted(self.admitted - self.on_b))
@@ -328,7 +328,9 @@ def test_rerouted_round_in_flight_moves_its_remaining_bits(monkeypatch) -> None:
     """Job 0's core link goes away when job 1 is admitted: job 0 (and job 2, when it shares
     the link) is routed again onto the other, equal link, a round in flight or claimed ahead
     included. Finish times equal those of the same trace where every job used that link from
-    the start; some arrival times hit a round in flight."""
+    the start; some arrival times hit a round in flight. When job 3 runs on the other link
+    from the start, the moved rounds meet its rounds there, which were alone on it: finish
+    times equal those of simulating every round in the shared fluid set."""
     moved = []
     remove = FluidSet.remove_job
 
@@ -344,12 +346,14 @@ def test_rerouted_round_in_flight_moves_its_remaining_bits(monkeypatch) -> None:
     mid_round = [k * plan.iteration_s + t for k in range(3) for t in mid]
     handed_back = 0
     for arrival in [*mid_round, *ends[::2]]:  # in rounds, and at compute ends
-        for pair in (False, True):  # job 0 alone on A, or sharing it with job 2
+        for other in ("", "pair", "on B"):  # job 0 alone, sharing A with job 2, or job 3 on B
+            pair = other == "pair"
             jobs = [first, job(1, float(arrival), 32, ep=1)]
             jobs += [job(2, 0.0, 32, ep=1)] if pair else []
+            jobs += [job(3, 0.0, 32, ep=1, duration=5000.0)] if other == "on B" else []
             runs = []
-            for move in (True, False):
-                res = Simulator(TwoCoreFabric(96, move), jobs).run()
+            for move, iso in ((True, True), (other == "on B", other != "on B")):
+                res = Simulator(TwoCoreFabric(96, move), jobs, isolation=iso).run()
                 assert res.stats["reroutes"] == move * (1 + pair)
                 runs.append(res.jobs["finish_s"].to_numpy())
                 handed_back += res.stats["unreserved_rounds"] * move

@@ -594,6 +594,10 @@ class Simulator:
                         f"job {jid}: rerouted round {run.round} has {new_rp.n_flows} flows, "
                         f"the round in flight {rem.size}"
                     )
+                # solo rounds still sending on the new routes meet the moved bits there
+                scratch[new_rp.links] = True
+                solo_to_fluid(now)
+                scratch[new_rp.links] = False
                 fluid.add(jid, new_rp, rem, now_s=now)
                 inflight[jid] = (new_rp, t0_round, "fluid")
 
