@@ -220,3 +220,21 @@ def test_a_wrong_warm_start_is_only_a_hint() -> None:
     fs.add(1, rp, rates=np.array([np.inf]), bottleneck=np.array([0]))
     assert fs.run_until(np.inf) and fs.clock_s == 1.5 and fs.pop_finished() == [0]
     assert fs.run_until(np.inf) and fs.clock_s == 2.0 and fs.pop_finished() == [1]
+
+
+def test_flows_on_links_of_no_capacity_never_finish() -> None:
+    """A flow crossing a link of zero capacity keeps its bits while the others finish: a
+    round alone never ends, and in a shared set its round never completes."""
+    paths, cap = [[0], [1]], np.array([0.0, 10.0])
+    indptr, indices = _csr(paths)
+    size = np.array([10.0, 10.0])
+    t, rem, *_ = fluid_run(indptr, indices, np.ones(2), size, size, cap, np.inf, DONE_RTOL)
+    assert t == np.inf and rem.tolist() == [10.0, 0.0]
+    t, rem, *_ = fluid_run(indptr, indices, np.ones(2), size, size, cap, 5.0, DONE_RTOL)
+    assert t == 5.0 and rem.tolist() == [10.0, 0.0]
+    fs = FluidSet(cap)
+    for i in range(2):
+        fs.add(i, _plan(paths, np.ones(2), size, [i]))
+    assert fs.run_until(np.inf) and fs.clock_s == 1.0 and fs.pop_finished() == [1]
+    assert not fs.run_until(np.inf) and fs.clock_s == 1.0 and len(fs) == 1
+    assert not fs.run_until(100.0) and fs.clock_s == 100.0 and fs.remaining.tolist() == [10.0]

@@ -978,7 +978,8 @@ def fluid_advance(
             new_from = alive.size
             mode = RATES_VALID
             r_min = np.inf
-        if meta[M_HEAP] == 0 or hkey[0] > until_s:
+        if meta[M_HEAP] == 0 or hkey[0] > until_s or not hkey[0] < np.inf:
+            # (rows left at rate 0, on links of no capacity, never finish)
             if until_s < np.inf:
                 clock_s = max(clock_s, until_s)
             return clock_s, mode, r_min, False
@@ -989,7 +990,9 @@ def fluid_advance(
         while meta[M_HEAP] > 0:
             g = hp[0]
             r = rate[g]
-            if r < np.inf and r * (fin[g] - clock_s) > size[g] * done_rtol + r * dt * 1e-12:
+            if not fin[g] < np.inf or (
+                r < np.inf and r * (fin[g] - clock_s) > size[g] * done_rtol + r * dt * 1e-12
+            ):
                 break
             _heap_pop(hp, hkey, pos, meta)
             alive[g] = False
