@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from lumoscore.errors import ConfigError
 from lumoscore.fabric import BestFabric, Fabric, FabricChange, Routes, geometry_spec
-from lumoscore.sim.engine import Simulator
+from lumoscore.sim.engine import SimulationError, Simulator
 from lumoscore.sim.fluid import FluidSet
 from lumoscore.sim.plan import build_plan, solo_progress
 from lumoscore.traffic.collectives import ring_allreduce
@@ -386,3 +386,19 @@ def test_rerouting_equals_round_by_round(seed: int) -> None:
     np.testing.assert_allclose(
         runs[0].jobs["finish_s"].to_numpy(), runs[1].jobs["finish_s"].to_numpy(), rtol=1e-9
     )
+
+
+def test_routes_over_links_of_no_capacity_are_an_error() -> None:
+    """A fabric that routes a job over a link it has taken away (here: jobs admitted after
+    job 1 stay on link A) gets a clear error naming the job, its round and the link."""
+
+    class Stale(TwoCoreFabric):
+        def admit(self, job_id, gpus):
+            change = super().admit(job_id, gpus)
+            if job_id != 1:
+                self.on_b.discard(job_id)
+            return change
+
+    jobs = [job(1, 0.0, 32, ep=1), job(0, 10.0, 32, ep=1)]
+    with pytest.raises(SimulationError, match=r"job 0: round 0 .* links of no capacity \[192\]"):
+        Simulator(Stale(96, True), jobs).run()

@@ -562,7 +562,7 @@ class Simulator:
             jid = run.job.job_id
             fab.forget_routes(jid)
             t0 = time.perf_counter()
-            plan = build_plan(run.job, run.gpus, fab, eps=eps, link_load=probe_bg)
+            plan = routed(run.job, run.gpus)
             stats["plans_s"] += time.perf_counter() - t0
             stats["reroutes"] += 1
             if probe_bg is not None:
@@ -601,11 +601,24 @@ class Simulator:
                 fluid.add(jid, new_rp, rem, now_s=now)
                 inflight[jid] = (new_rp, t0_round, "fluid")
 
+        def routed(job: Job, gpus: IntArray) -> JobPlan:
+            """The job's plan on the fabric as it is now; its flows must be able to finish."""
+            plan = build_plan(job, gpus, fab, eps=eps, link_load=probe_bg)
+            for r, rp in enumerate(plan.rounds):
+                if not math.isfinite(rp.solo_s):
+                    dead = rp.links[cap[rp.links] <= 0.0]
+                    raise SimulationError(
+                        f"job {job.job_id}: round {r} ({rp.tag}) is routed over links of no "
+                        f"capacity {dead[:8].tolist()}: its flows can never finish (the fabric "
+                        "must route around links it has taken away)"
+                    )
+            return plan
+
         def launch(job: Job, gpus: IntArray, now: float) -> None:
             change = fab.admit(job.job_id, gpus)
             change_fabric(change, now)
             t0 = time.perf_counter()
-            plan = build_plan(job, gpus, fab, eps=eps, link_load=probe_bg)
+            plan = routed(job, gpus)
             if probe_bg is not None:
                 probed[job.job_id] = probe_load(plan, fab.n_links)
                 np.add(probe_bg, probed[job.job_id], out=probe_bg)
