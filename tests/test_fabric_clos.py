@@ -249,6 +249,8 @@ def test_errors() -> None:
     fab = ClosFabric(64, 400, 8, 3, gpus_per_server=2, routing="probing")
     with pytest.raises(PreconditionError, match="intra-server"):
         fab.routes(np.array([0]), np.array([1]), np.array([0]))
+    with pytest.raises(PreconditionError, match=r"GPU ids must be in \[0, 64\), got 0\.\.64"):
+        fab.routes(np.array([0, 9]), np.array([64, 3]), np.array([0, 1]))
     with pytest.raises(PreconditionError, match="link_load"):
         fab.routes(np.array([0]), np.array([9]), np.array([0]), link_load=np.zeros(3))
     with pytest.raises(PreconditionError, match="flow_key"):

@@ -381,3 +381,14 @@ def test_every_admitted_job_has_routes_over_live_links(
             assert (fab.capacity_bps[links] > 0).all()
     if not tau1:  # Theorem 4.1: C fits the ports, so every demanded pod pair has a circuit
         assert fab.stats["two_hop_flows"] == 0
+
+
+def test_routes_check_their_endpoints() -> None:
+    """Flow endpoints are checked before any route is looked up (one compiled pass)."""
+    fab = make_fabric("lumoscore-51.2T-tau2", 512)
+    with pytest.raises(PreconditionError, match="intra-server"):
+        fab.routes(np.array([0, 8]), np.array([1, 16]), np.array([0, 1]), job_id=0)
+    with pytest.raises(PreconditionError, match=r"GPU ids must be in \[0, 512\), got -1\.\.16"):
+        fab.routes(np.array([-1, 8]), np.array([9, 16]), np.array([0, 1]), job_id=0)
+    with pytest.raises(PreconditionError, match="shapes differ"):
+        fab.routes(np.array([0, 8]), np.array([9]), np.array([0, 1]), job_id=0)

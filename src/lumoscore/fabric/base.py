@@ -15,6 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -145,13 +146,14 @@ class Fabric(ABC):
     def _check_endpoints(self, src: IntArray, dst: IntArray) -> None:
         if src.shape != dst.shape:
             raise PreconditionError(f"src and dst shapes differ: {src.shape} vs {dst.shape}")
-        if src.size:
+        if not src.size:
+            return
+        bad = _endpoint_fault(src.ravel(), dst.ravel(), self.gpus, self.spec.gpus_per_server)
+        if bad == 1:
             lo, hi = min(src.min(), dst.min()), max(src.max(), dst.max())
-            if lo < 0 or hi >= self.gpus:
-                raise PreconditionError(f"GPU ids must be in [0, {self.gpus}), got {lo}..{hi}")
-            gps = self.spec.gpus_per_server
-            if np.any(src // gps == dst // gps):
-                raise PreconditionError("intra-server flows must not be routed (NVLink)")
+            raise PreconditionError(f"GPU ids must be in [0, {self.gpus}), got {lo}..{hi}")
+        if bad == 2:
+            raise PreconditionError("intra-server flows must not be routed (NVLink)")
 
     def _route_inputs(
         self, src: ArrayLike, dst: ArrayLike, flow_key: ArrayLike
@@ -211,3 +213,19 @@ def check_positive(name: str, value: float) -> None:
     """Raise a ConfigError naming ``name`` unless ``value`` > 0."""
     if not value > 0:
         raise ConfigError(f"{name} must be > 0, got {value!r}")
+
+
+@numba.njit(cache=True)
+def _endpoint_fault(
+    src: IntArray, dst: IntArray, gpus: int, per_server: int
+) -> int:  # pragma: no cover - compiled
+    """0 if every flow joins two GPUs of ``[0, gpus)`` on different servers; 1 if some id is
+    out of range (checked first, over all flows); 2 if some flow stays inside a server."""
+    same = False
+    for i in range(src.size):
+        a, b = src[i], dst[i]
+        if a < 0 or b < 0 or a >= gpus or b >= gpus:
+            return 1
+        if a // per_server == b // per_server:
+            same = True
+    return 2 if same else 0
