@@ -426,10 +426,10 @@ class Simulator:
                     materialize(run, now)
 
         def run_solo(jid: int, rp: RoundPlan, t0: float) -> bool:
-            """Run a round on its solo timeline from ``t0`` if its links allow it: no round of
-            the fluid set on them, and on links shared with other solo rounds the summed peak
-            loads fit (then no shared link ever saturates, so each flow keeps its solo max-min
-            rate: its bottleneck is an unshared link)."""
+            """Run a round on its solo timeline from ``t0`` if its links allow it: no flow of
+            the fluid set on them, and on links shared with other solo rounds still sending
+            there the summed peak loads fit (then no shared link ever saturates, so each flow
+            keeps its solo max-min rate: its bottleneck is an unshared link)."""
             solo, shared, left = claim_solo(
                 rp.links,
                 peak_of(rp),

@@ -205,19 +205,14 @@ def append_round(
     lhead, lnext, lrow = lists
     warm = rates.size > 0
     rate, rem0, t0, fin, pos, bott = st[RATE], st[REM0], st[T0], st[FIN], st[POS], st[BOTT]
-    rmark, lrows = st[RMARK], st[LROWS]
+    rmark = st[RMARK]
     f = n
     nnz = f_ptr[n]
     for i in range(r_bits.size):
         if not remaining[i] > r_bits[i] * done_rtol:
             continue
         for j in range(r_ptr[i], r_ptr[i + 1]):
-            q = r_idx[j]
-            c_idx[nnz] = q
-            lrow[nnz] = f
-            lnext[nnz] = lhead[q]
-            lhead[q] = nnz
-            lrows[q] += 1
+            c_idx[nnz] = r_idx[j]
             nnz += 1
         f_ptr[f + 1] = nnz
         weight[f] = r_weight[i]
@@ -233,6 +228,8 @@ def append_round(
         pos[f] = -1
         rmark[f] = 0
         f += 1
+    link_lists_append(f_ptr, c_idx, lhead, lnext, lrow, n, f)
+    count_rows(f_ptr, c_idx, np.arange(n, f), st[LROWS], 1)
     return f - n
 
 
