@@ -19,13 +19,14 @@ from lumoscore.decompose import (
 
 
 @st.composite
-def symmetric_matrices(draw: st.DrawFn, max_n: int = 64) -> np.ndarray:
-    """Random symmetric non-negative integer matrices with an even diagonal.
+def symmetric_matrices(draw: st.DrawFn, max_n: int = 64, min_n: int = 1) -> np.ndarray:
+    """Random symmetric non-negative integer matrices with an even diagonal, of order
+    ``min_n`` to ``max_n``.
 
     Hypothesis draws the shape and the distribution (density, magnitude up to 10**6, zero
     rows); NumPy fills the entries from a drawn seed.
     """
-    n = draw(st.integers(1, max_n))
+    n = draw(st.integers(min_n, max_n))
     density = draw(st.sampled_from([0.0, 0.05, 0.3, 1.0]))
     high = draw(st.sampled_from([1, 2, 3, 10, 1000, 10**6]))
     zero_rows = draw(st.floats(0.0, 0.5))
@@ -210,7 +211,7 @@ def _block_diagonal(stack: np.ndarray) -> np.ndarray:
         lambda k: st.integers(1, 12).flatmap(
             lambda n: st.tuples(
                 st.lists(
-                    symmetric_matrices(max_n=n).filter(lambda C: C.shape[0] == n),
+                    symmetric_matrices(min_n=n, max_n=n),
                     min_size=k,
                     max_size=k,
                 ),
