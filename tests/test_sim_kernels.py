@@ -238,3 +238,116 @@ def test_flows_on_links_of_no_capacity_never_finish() -> None:
     assert fs.run_until(np.inf) and fs.clock_s == 1.0 and fs.pop_finished() == [1]
     assert not fs.run_until(np.inf) and fs.clock_s == 1.0 and len(fs) == 1
     assert not fs.run_until(100.0) and fs.clock_s == 100.0 and fs.remaining.tolist() == [10.0]
+
+
+def _solo_plan(paths, cap, weight, size, idx) -> RoundPlan:
+    """A round of the flows ``idx`` with its solo timeline (time, links, peaks, idle times)."""
+    indptr, indices = _csr([paths[i] for i in idx])
+    w, b = weight[idx], size[idx]
+    t, _, glob, peak, _, _, idle = fluid_run(indptr, indices, w, b, b, cap, np.inf, DONE_RTOL)
+    order = np.argsort(glob)
+    return RoundPlan(
+        indptr, indices, w, b, 0.0, "x", float(t), 0.0, glob[order], peak[order], idle[order]
+    )
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    fluid_instances(max_flows=24, max_links=12),
+    st.lists(st.integers(1, 4), min_size=24, max_size=24),
+    st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0]), min_size=24, max_size=24),
+    st.lists(st.sampled_from([0.0, 0.0, 0.4, 2.0]), min_size=24, max_size=24),
+    st.sampled_from(["none", "remove", "attach"]),
+    st.integers(0, 2**31),
+)
+def test_detached_parts_follow_the_shared_solve(
+    inst, sizes: list[int], starts: list[float], head: list[float], extra: str, seed: int
+) -> None:
+    """Rounds of several flows join a set after running alone for a while (``started_s``):
+    parts meeting no other round stay detached on their solo timeline until a later round
+    needs their links. Round completions equal those of a set that solves every row; so do
+    the bits a removed round leaves, and the completions after a capacity change whose links
+    are attached first (plans made after it see the new capacities, as the simulator's
+    do). Detached parts hold their links (``link_rows``)."""
+    paths, cap, weight, size = inst
+    rng = np.random.default_rng(seed)
+    groups, i = [], 0
+    for k in sizes:
+        if i >= len(paths):
+            break
+        groups.append(list(range(i, min(i + k, len(paths)))))
+        i += k
+    order = sorted(range(len(groups)), key=lambda j: (starts[j], j))
+    t_extra = float(rng.choice([0.3, 1.0, 2.5]))
+    changed = np.flatnonzero(rng.random(cap.size) < 0.5)
+    sets = [FluidSet(cap.copy()), FluidSet(cap.copy())]  # detaching, solving every row
+    ends: list[dict[int, float]] = [{}, {}]
+    removed: list[np.ndarray] = []
+    for k, fs in enumerate(sets):
+        pending = list(order)
+        done_extra = extra == "none"
+        while pending or len(fs):
+            t_next = starts[pending[0]] if pending else np.inf
+            if not done_extra:
+                t_next = min(t_next, t_extra)
+            if fs.run_until(t_next):
+                for j in fs.pop_finished():
+                    ends[k][j] = fs.clock_s
+                continue
+            if not done_extra and fs.clock_s >= t_extra:
+                done_extra = True
+                jobs = sorted(fs.jobs())
+                if extra == "remove" and jobs:
+                    removed.append(fs.remove_job(jobs[len(jobs) // 2]))
+                elif extra == "attach":
+                    fs.attach(changed)
+                    fs.capacity[changed] *= 2.0
+                    fs.touch()
+                continue
+            while pending and starts[pending[0]] <= fs.clock_s:
+                j = pending.pop(0)
+                rp, h = _solo_plan(paths, fs.capacity, weight, size, groups[j]), head[j]
+                rem, rate, bott = solo_state(rp, fs.capacity, h)
+                fs.add(
+                    j, rp, rem, now_s=fs.clock_s, rates=rate, bottleneck=bott,
+                    started_s=fs.clock_s - h if k == 0 else None,
+                )  # fmt: skip
+                if k == 0:
+                    for q in np.flatnonzero(fs.link_rows == 0):
+                        assert fs._detached_on[q] < 0
+    assert ends[0].keys() == ends[1].keys()
+    for j in ends[1]:
+        assert abs(ends[0][j] - ends[1][j]) <= 1e-9 * max(ends[1][j], 1.0), j
+    if len(removed) == 2:
+        np.testing.assert_allclose(removed[0], removed[1], rtol=1e-9, atol=1e-9)
+    assert sets[0].counters["detached_parts"] >= 0
+
+
+def test_detached_parts_join_when_a_round_meets_them() -> None:
+    """Round A: flow a1 (2 bits) on link 0, a2 (1 bit) on link 1, both of capacity 1.
+    Alone in the set, both parts stay on A's solo timeline. B (1 bit on link 1) joins at 0:
+    a2 joins the solve and shares link 1 with b, both end at 2. C (1 bit on link 0) joins at
+    1: a1 joins with the 1 bit it has left, shares link 0 with c, both end at 3 (and A with
+    them). A removed at 0.5 instead leaves 1.5 and 0.5 bits."""
+    cap = np.ones(2)
+    paths, ones = [[0], [1], [1], [0]], np.ones(4)
+    size = np.array([2.0, 1.0, 1.0, 1.0])
+    a, b, c = (_solo_plan(paths, cap, ones, size, idx) for idx in ([0, 1], [2], [3]))
+    fs = FluidSet(cap)
+    fs.add(0, a, started_s=0.0)
+    assert fs.counters["detached_parts"] == 2 and fs.link_rows.tolist() == [1, 1]
+    assert len(fs) == 1 and fs.alive.sum() == 0
+    fs.add(1, b, started_s=0.0)
+    assert fs.counters["rejoined_parts"] == 1 and fs.link_rows.tolist() == [1, 2]
+    assert not fs.run_until(1.0) and fs.clock_s == 1.0
+    fs.add(2, c, started_s=1.0)
+    assert fs.counters["rejoined_parts"] == 2 and fs.link_rows.tolist() == [2, 2]
+    assert fs.run_until(np.inf) and fs.clock_s == 2.0 and fs.pop_finished() == [1]
+    assert fs.run_until(np.inf) and fs.clock_s == 3.0 and sorted(fs.pop_finished()) == [0, 2]
+    assert len(fs) == 0 and fs.link_rows.tolist() == [0, 0]
+    fs = FluidSet(cap)
+    fs.add(0, a, started_s=0.0)
+    assert not fs.run_until(0.5) and fs.clock_s == 0.5
+    assert fs.remove_job(0).tolist() == [1.5, 0.5] and fs.link_rows.tolist() == [0, 0]
+    fs.add(0, a, started_s=0.0, now_s=0.5)  # (its parts end at 2 and 1 alone)
+    assert fs.run_until(np.inf) and fs.clock_s == 2.0 and fs.pop_finished() == [0]

@@ -390,10 +390,13 @@ class Simulator:
             else:
                 rem = None
                 if eps == 0:  # (1+eps) sets solve from scratch when rounds join
-                    if not rp.start_state:
+                    if "rate" not in rp.start_state:
                         _, rp.start_state["rate"], rp.start_state["bott"] = solo_state(rp, cap, 0.0)
                     rate, bott = rp.start_state["rate"], rp.start_state["bott"]
-            fluid.add(jid, rp, rem, now_s=now, rates=rate, bottleneck=bott)
+            # (isolating runs keep the parts of the round that meet no other round on their
+            # solo timeline; the reference mode solves every row in the shared set)
+            started = t0 if self.isolation else None
+            fluid.add(jid, rp, rem, now_s=now, rates=rate, bottleneck=bott, started_s=started)
             inflight[jid] = (rp, t0, "fluid")
 
         def solo_to_fluid(now: float) -> None:
@@ -545,6 +548,7 @@ class Simulator:
             scratch[change.links] = True
             demote_isolated(now)
             solo_to_fluid(now)
+            fluid.attach(change.links)
             fab.apply(change)
             fluid.touch()
             for run in running.values():

@@ -7,6 +7,11 @@ runs them ahead in compiled code (:func:`~lumoscore.sim.kernels.fluid_advance`) 
 external event or until some job's round has no flow left, re-solving incrementally after flow
 completions.
 
+Parts of a round that share no link with other rounds (see :mod:`lumoscore.sim.components`)
+stay out of the shared solve: they keep their solo timeline, hold their links and end at a
+known time; a round that later joins on one of their links brings them in at their exact
+progress.
+
 Examples
 --------
 >>> import numpy as np
@@ -23,11 +28,14 @@ True
 
 from __future__ import annotations
 
+import heapq
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
+from lumoscore.sim.components import mark_parts, round_components, split_round, sub_rows
 from lumoscore.sim.kernels import (
     FULL_SOLVE,
     LROWS,
@@ -45,6 +53,7 @@ from lumoscore.sim.kernels import (
     compact_rows,
     count_rows,
     fluid_advance,
+    fluid_run,
     new_state,
     rebuild_heap,
     remaining_at,
@@ -59,6 +68,27 @@ IntArray = NDArray[np.int64]
 
 _NO_RATES = np.zeros(0)
 _NO_BOTT = np.zeros(0, dtype=np.int64)
+
+
+@dataclass(eq=False)
+class _Detached:
+    """The parts of a round kept on its solo timeline (one group per slot): the round's
+    parts (row labels, per-part end from the round's start, per-link part), which of them are
+    still detached, when the round started alone and when the group ends; and the round's
+    state when it joined the set (reused when a part is brought in at that time)."""
+
+    slot: int
+    rp: RoundPlan
+    lab: IntArray
+    part_end: FloatArray
+    link_part: IntArray
+    detached: NDArray[np.bool_]
+    started_s: float
+    end_s: float
+    joined_s: float
+    rem: FloatArray
+    rates: FloatArray | None
+    bott: IntArray | None
 
 
 def _grown(a: np.ndarray, used: int, need: int) -> np.ndarray:
@@ -107,6 +137,12 @@ class FluidSet:
         self._r_min = math.inf
         self._new_from = 0  # rows from here on joined since the last solve
         self._done = False  # some round has no flow left (until pop_finished)
+        # detached parts: one group per slot, the group holding each link, groups by end
+        self._groups: dict[int, _Detached] = {}
+        self._detached_on = np.full(capacity_bps.size, -1, dtype=np.int64)
+        self._ends: list[tuple[float, int]] = []
+        self._n_detached = 0
+        self._n_rejoined = 0
 
     # views of the rows in use
     @property
@@ -130,8 +166,8 @@ class FluidSet:
         return self._views  # type: ignore[return-value]
 
     def __len__(self) -> int:
-        """Live flow rows."""
-        return int(self._buf[META][M_ALIVE])
+        """Live flow rows in the shared solve, plus one per round with detached parts."""
+        return int(self._buf[META][M_ALIVE]) + len(self._groups)
 
     @property
     def solves(self) -> int:
@@ -140,14 +176,17 @@ class FluidSet:
 
     @property
     def counters(self) -> dict[str, int]:
-        """Work done so far: re-solves, rows refilled, certificate-check rounds and fall-backs
-        to a solve from scratch."""
+        """Work done so far: re-solves, rows refilled, certificate-check rounds, fall-backs
+        to a solve from scratch, parts of rounds kept out of the solve when their round
+        joined and parts brought in later."""
         meta = self._buf[META]
         return {
             "max_min_solves": int(meta[M_SOLVES]),
             "refilled_rows": int(meta[M_REFILLED]),
             "closure_rounds": int(meta[M_ROUNDS]),
             "closure_fallbacks": int(meta[M_FALLBACKS]),
+            "detached_parts": self._n_detached,
+            "rejoined_parts": self._n_rejoined,
         }
 
     @property
@@ -162,7 +201,8 @@ class FluidSet:
 
     @property
     def link_rows(self) -> IntArray:
-        """Flow rows in flight on each link (the kernel's array: do not write)."""
+        """Flow rows in flight on each link, a detached part counting as one row until its
+        round's detached parts end (the kernel's array: do not write)."""
         return self._buf[LROWS]
 
     def jobs(self) -> set[int]:
@@ -183,6 +223,7 @@ class FluidSet:
         now_s: float | None = None,
         rates: FloatArray | None = None,
         bottleneck: IntArray | None = None,
+        started_s: float | None = None,
     ) -> None:
         """Start a round's flows (or the rest of them, ``remaining`` bits per flow) at
         ``now_s`` (default: the clock). A set with flows in flight must have been run up to
@@ -191,6 +232,10 @@ class FluidSet:
         ``rates`` and ``bottleneck`` (per row: rate and bottleneck link of the round alone at
         this point, see :func:`~lumoscore.sim.plan.solo_state`) are an optional warm start
         of an exact set: only rows whose bottleneck breaks in company are refilled.
+
+        ``started_s``: the round has run alone on its solo timeline (``rp.idle_s``) since
+        then, and ``remaining`` is its progress on it. An exact set then keeps the parts of
+        the round that cross no link in use by the set on that timeline (detached).
         """
         if job_id in self.slot_of:
             raise ValueError(f"job {job_id} already has a round in flight")
@@ -204,6 +249,71 @@ class FluidSet:
         if not (rem > rp.bits * DONE_RTOL).any():
             return
         s = self._free_slot()
+        self.slot_of[job_id] = s
+        self.job_of[s] = job_id
+        self.n_rows[s] = rp.n_flows
+        self.live[s] = 0
+        if started_s is not None and self.grow == 1.0 and rp.idle_s is not None:
+            g = self._split(s, rp, float(started_s), rem, rates, bottleneck)
+            if g is not None:
+                rem = np.where(g.detached[g.lab], 0.0, rem)  # (their rows stay out)
+        elif self._groups:
+            self.attach(rp.links)  # detached parts on its links meet it
+        self.live[s] += self._append(s, rp, rem, rates, bottleneck)
+        if self.grow > 1.0:
+            self._mode = FULL_SOLVE
+        elif self._mode != FULL_SOLVE:
+            self._mode = REFILL
+
+    def _split(
+        self,
+        s: int,
+        rp: RoundPlan,
+        started_s: float,
+        rem: FloatArray,
+        rates: FloatArray | None,
+        bott: IntArray | None,
+    ) -> _Detached | None:
+        """Detach the parts of a round joining in slot ``s`` that cross no link in use (after
+        bringing in the detached parts of other rounds on its links); returns their group,
+        None if every part joins the solve."""
+        parts = rp.start_state.get("parts")
+        if parts is None:
+            parts = rp.start_state["parts"] = round_components(
+                rp.indptr, rp.indices, self.capacity, rp.links, rp.idle_s
+            )
+        lab, part_end, link_part = parts
+        solve, others = split_round(
+            rp.links, link_part, part_end, started_s, self.clock_s, self._buf[LROWS],
+            self._detached_on,
+        )  # fmt: skip
+        if others.size:
+            self.attach(others)
+        if solve.all():
+            return None
+        detached = ~solve
+        mark_parts(rp.links, link_part, detached, self._buf[LROWS], self._detached_on, s)
+        end_s = started_s + float(part_end[detached].max())
+        g = _Detached(
+            s, rp, lab, part_end, link_part, detached, started_s, end_s, self.clock_s, rem,
+            rates, bott,
+        )  # fmt: skip
+        self._groups[s] = g
+        heapq.heappush(self._ends, (end_s, s))
+        self.live[s] += 1  # the detached parts, until they end or join
+        self._n_detached += int(detached.sum())
+        return g
+
+    def _append(
+        self,
+        s: int,
+        rp: RoundPlan,
+        rem: FloatArray,
+        rates: FloatArray | None,
+        bottleneck: IntArray | None,
+    ) -> int:
+        """Append the rows of ``rp`` with bits left in ``rem`` to slot ``s``; returns how
+        many."""
         n, k_max = self._n, rp.n_flows
         nnz = int(self._indptr[n])
         # room for every row of the round (those done are skipped)
@@ -235,18 +345,93 @@ class FluidSet:
             self._buf,
             (self._lhead, self._lnext, self._lrow),
         )
-        self.slot_of[job_id] = s
-        self.job_of[s] = job_id
-        self.live[s] = k
-        self.n_rows[s] = rp.n_flows
         self._n = n + k
         self._views = None
         self._args = None
         self._buf[META][M_ALIVE] += k
-        if self.grow > 1.0:
-            self._mode = FULL_SOLVE
-        elif self._mode != FULL_SOLVE:
+        return k
+
+    def _detached_state(
+        self, g: _Detached, parts: NDArray[np.bool_]
+    ) -> tuple[IntArray, FloatArray, FloatArray, IntArray]:
+        """The rows of some detached parts of a group and, at the clock, their remaining bits,
+        rates and bottleneck links (on their solo timeline: parts are independent)."""
+        rp = g.rp
+        rows = np.flatnonzero(parts[g.lab])
+        if self.clock_s == g.joined_s and g.rates is not None and g.bott is not None:
+            return rows, g.rem[rows], g.rates[rows], g.bott[rows]
+        ptr, idx = sub_rows(rp.indptr, rp.indices, rows)
+        bits = rp.bits[rows].astype(float)
+        _, rem, _, _, rate, bott, _ = fluid_run(
+            ptr,
+            idx,
+            rp.weight[rows].astype(float),
+            bits,
+            bits,
+            self.capacity,
+            self.clock_s - g.started_s,
+            DONE_RTOL,
+        )
+        return rows, rem, rate, bott
+
+    def attach(self, links: IntArray) -> None:
+        """Bring the detached parts on ``links`` into the shared solve at their progress now.
+        Call it (with the set run up to now) before the capacities of those links change."""
+        links = np.asarray(links, dtype=np.int64)
+        on = self._detached_on[links]
+        for s in np.unique(on[on >= 0]).tolist():
+            g = self._groups[s]
+            parts = np.zeros(g.detached.size, dtype=bool)
+            parts[g.link_part[np.searchsorted(g.rp.links, links[on == s])]] = True
+            self._join(g, parts & g.detached)
+
+    def _join(self, g: _Detached, parts: NDArray[np.bool_]) -> None:
+        """Bring ``parts`` (detached) of a group into the shared solve now."""
+        s, rp = g.slot, g.rp
+        mark_parts(rp.links, g.link_part, parts, self._buf[LROWS], self._detached_on, -1)
+        g.detached &= ~parts
+        self._n_rejoined += int(parts.sum())
+        rows, rem, rate, bott = self._detached_state(g, parts)
+        n = rp.n_flows
+        full, rates, bottleneck = np.zeros(n), np.zeros(n), np.full(n, -1, dtype=np.int64)
+        full[rows], rates[rows], bottleneck[rows] = rem, rate, bott
+        self.live[s] += self._append(s, rp, full, rates, bottleneck)
+        if self._mode != FULL_SOLVE:
             self._mode = REFILL
+        if not g.detached.any():
+            self._end_group(g)
+        else:
+            end_s = g.started_s + float(g.part_end[g.detached].max())
+            if end_s < g.end_s:
+                g.end_s = end_s
+                heapq.heappush(self._ends, (end_s, s))
+
+    def _release(self, g: _Detached) -> None:
+        """Give back the links a group's detached parts hold and forget the group."""
+        mark_parts(g.rp.links, g.link_part, g.detached, self._buf[LROWS], self._detached_on, -1)
+        del self._groups[g.slot]
+
+    def _end_group(self, g: _Detached) -> None:
+        """A group has ended (or has no detached part left): its slot counts one less."""
+        self._release(g)
+        self.live[g.slot] -= 1
+        if self.live[g.slot] == 0:
+            self._done = True
+
+    def _end_groups(self) -> float:
+        """End the groups due by the clock; return when the next one ends."""
+        ends = self._ends
+        while ends:
+            t, s = ends[0]
+            g = self._groups.get(s)
+            if g is None or g.end_s != t:
+                heapq.heappop(ends)  # stale: gone, or it ends earlier now
+            elif t <= self.clock_s:
+                heapq.heappop(ends)
+                self._end_group(g)
+            else:
+                return t
+        return math.inf
 
     def _rows(self) -> tuple:
         """The row buffers (whole, with their spare room), as the kernels take them."""
@@ -271,26 +456,31 @@ class FluidSet:
     def run_until(self, until_s: float) -> bool:
         """Send until ``until_s`` or until a job's round has no flow left; return whether one
         has (see :meth:`pop_finished`). The clock stops at the completion time."""
-        if self._done:
-            return True
-        if not self._buf[META][M_ALIVE]:
-            if math.isfinite(until_s):
-                self.clock_s = max(self.clock_s, float(until_s))
-            return False
-        clock, self._mode, self._r_min, done = fluid_advance(
-            *self._kernel_args(),
-            self.clock_s,
-            float(until_s),
-            self._mode,
-            self._r_min,
-            self._new_from,
-            self.grow,
-            DONE_RTOL,
-        )
-        self._new_from = self._n
-        self.clock_s = float(clock)
-        self._done = bool(done)
-        return self._done
+        while True:
+            next_end = self._end_groups()
+            if self._done:
+                return True
+            stop = min(float(until_s), next_end)
+            if self._buf[META][M_ALIVE]:
+                clock, self._mode, self._r_min, done = fluid_advance(
+                    *self._kernel_args(),
+                    self.clock_s,
+                    stop,
+                    self._mode,
+                    self._r_min,
+                    self._new_from,
+                    self.grow,
+                    DONE_RTOL,
+                )
+                self._new_from = self._n
+                self.clock_s = float(clock)
+                if done:
+                    self._done = True
+                    return True
+            elif math.isfinite(stop):
+                self.clock_s = max(self.clock_s, stop)
+            if not (next_end <= until_s and self.clock_s >= next_end):
+                return False
 
     def _kernel_args(self) -> tuple:
         """The arrays :func:`~lumoscore.sim.kernels.fluid_advance` works on (views of the
@@ -336,6 +526,11 @@ class FluidSet:
         count_rows(self._indptr, self._indices, np.flatnonzero(mine), self._buf[LROWS], -1)
         rem = np.zeros(self.n_rows.pop(s))
         rem[self._row_of[: self._n][mine]] = self.remaining[mine]
+        g = self._groups.get(s)
+        if g is not None:
+            rows, rem_detached, _, _ = self._detached_state(g, g.detached)
+            rem[rows] = rem_detached
+            self._release(g)
         self._alive[: self._n][mine] = False
         self._buf[META][M_ALIVE] -= int(mine.sum())
         self.live[s] = 0
@@ -346,7 +541,7 @@ class FluidSet:
     def _maybe_compact(self) -> None:
         """Drop dead rows once they outnumber the live ones (rows not yet solved stay last)."""
         n = self._n
-        n_new = len(self)
+        n_new = int(self._buf[META][M_ALIVE])
         if n == 0 or 2 * n_new > n:
             return
         self._n, self._new_from = compact_rows(
