@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from lumoscore.sim import incidence, maxmin_rates
 from lumoscore.sim.fluid import FluidSet
-from lumoscore.sim.kernels import BOTT, NB, fluid_run
-from lumoscore.sim.plan import DONE_RTOL, RoundPlan, solo_state
+from lumoscore.sim.kernels import BOTT, NB, fluid_run, solo_run
+from lumoscore.sim.plan import DONE_RTOL, RoundPlan, _solo_run, solo_state
 
 
 @st.composite
@@ -109,6 +109,34 @@ def test_fluid_run_equals_step_by_step_reference(inst) -> None:
     assert sorted(links.tolist()) == sorted(set(indices.tolist()))
     assert np.allclose(peak, ref_peak[links], rtol=1e-9, atol=0)
     assert np.allclose(idle, ref_idle[links], rtol=1e-9, atol=0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(fluid_instances(), st.floats(0.0, 1.0))
+def test_solo_run_and_start_states_equal_fluid_runs(inst, share: float) -> None:
+    """``solo_run`` is ``fluid_run`` to the end plus the state at time 0, which equals
+    ``fluid_run`` to time 0; a plan's cached start state gives ``solo_state`` before the
+    first flow ends, equal to a run to that time."""
+    paths, cap, weight, size = inst
+    indptr, indices = _csr(paths)
+    full = fluid_run(indptr, indices, weight, size, size, cap, np.inf, DONE_RTOL)
+    solo = solo_run(indptr, indices, weight, size, cap, DONE_RTOL)
+    for a, b in zip(full, solo[:7], strict=True):
+        np.testing.assert_array_equal(a, b)
+    _, _, _, _, rate0, bott0, _ = fluid_run(
+        indptr, indices, weight, size, size, cap, 0.0, DONE_RTOL
+    )
+    np.testing.assert_array_equal(solo[7], rate0)
+    np.testing.assert_array_equal(solo[8], bott0)
+    rp = build_plan_for(paths, cap, weight, size)
+    first = float(rp.start_state["first_s"])
+    assert first == min((size / rate0)[rate0 > 0], default=np.inf)
+    until = share * first if np.isfinite(first) else share * 10.0
+    got = solo_state(rp, cap, until)
+    ref = fluid_run(indptr, indices, weight, size, size, cap, until, DONE_RTOL)
+    np.testing.assert_allclose(got[0], ref[1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(got[1], ref[4])
+    np.testing.assert_array_equal(got[2], ref[5])
 
 
 @settings(max_examples=60, deadline=None)
@@ -238,6 +266,14 @@ def test_flows_on_links_of_no_capacity_never_finish() -> None:
     assert fs.run_until(np.inf) and fs.clock_s == 1.0 and fs.pop_finished() == [1]
     assert not fs.run_until(np.inf) and fs.clock_s == 1.0 and len(fs) == 1
     assert not fs.run_until(100.0) and fs.clock_s == 100.0 and fs.remaining.tolist() == [10.0]
+
+
+def build_plan_for(paths, cap, weight, size) -> RoundPlan:
+    """A round of all the flows, made as :func:`~lumoscore.sim.plan.build_plan` makes them
+    (solo timeline and start state)."""
+    indptr, indices = _csr(paths)
+    solo_s, links, peak, idle, start = _solo_run(indptr, indices, weight, size, cap, 0.0)
+    return RoundPlan(indptr, indices, weight, size, 0.0, "x", solo_s, 0.0, links, peak, idle, start)
 
 
 def _solo_plan(paths, cap, weight, size, idx) -> RoundPlan:

@@ -383,16 +383,10 @@ class Simulator:
             """Put a round that started at ``t0`` into the fluid set at its exact progress
             (the fluid set has been run up to ``now``)."""
             # with a warm start for exact sets: the round's own rates and bottlenecks then
-            rate: NDArray[np.float64] | None = None
-            bott: NDArray[np.int64] | None = None
-            if t0 < now:
+            # ((1+eps) sets solve from scratch when rounds join)
+            rem = rate = bott = None
+            if t0 < now or eps == 0:
                 rem, rate, bott = solo_state(rp, cap, now - t0, eps=eps)
-            else:
-                rem = None
-                if eps == 0:  # (1+eps) sets solve from scratch when rounds join
-                    if "rate" not in rp.start_state:
-                        _, rp.start_state["rate"], rp.start_state["bott"] = solo_state(rp, cap, 0.0)
-                    rate, bott = rp.start_state["rate"], rp.start_state["bott"]
             # (isolating runs keep the parts of the round that meet no other round on their
             # solo timeline; the reference mode solves every row in the shared set)
             started = t0 if self.isolation else None

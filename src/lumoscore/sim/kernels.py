@@ -60,6 +60,7 @@ __all__ = [
     "new_state",
     "rebuild_heap",
     "remaining_at",
+    "solo_run",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -1055,6 +1056,85 @@ def remaining_at(
 
 
 @numba.njit(cache=True)
+def _global_bott(bott: IntArray, alive: BoolArray, glob: IntArray) -> IntArray:
+    """Bottleneck links of the alive rows as fabric link ids (-1 for none and for others)."""
+    out = np.full(alive.size, -1, dtype=np.int64)
+    for f in range(alive.size):
+        if alive[f] and bott[f] >= 0:
+            out[f] = glob[bott[f]]
+    return out
+
+
+@numba.njit(cache=True)
+def _run(
+    f_ptr: IntArray,
+    f_idx: IntArray,
+    weight: FloatArray,
+    size: FloatArray,
+    remaining: FloatArray,
+    capacity: FloatArray,
+    until_s: float,
+    done_rtol: float,
+    grow: float,
+    start: bool,
+) -> tuple[
+    float, FloatArray, IntArray, FloatArray, FloatArray, IntArray, FloatArray, FloatArray, IntArray
+]:  # pragma: no cover - compiled
+    """:func:`fluid_run`, and (``start``: else empty) the rates and bottleneck links of the
+    flows at time 0 (after the first solve and the flows that end at once)."""
+    n = weight.size
+    alive = np.zeros(n, dtype=np.bool_)
+    live = np.zeros(1, dtype=np.int64)
+    for f in range(n):
+        if remaining[f] > size[f] * done_rtol:
+            alive[f] = True
+            live[0] += 1
+    c_idx, c_cap, glob = _compact(f_idx, capacity)
+    st = new_state(n, c_cap.size)
+    st[REM0][:] = np.where(alive, remaining, 0.0)
+    st[META][M_ALIVE] = live[0]
+    count_rows(f_ptr, c_idx, np.flatnonzero(alive), st[LROWS], 1)
+    slot = np.zeros(n, dtype=np.int64)
+    t = 0.0
+    rate0 = np.zeros(0)
+    bott0 = np.zeros(0, dtype=np.int64)
+    if live[0] > 0:
+        lhead, lnext, lrow = link_lists(f_ptr, c_idx, c_cap.size)
+        mode, r_min, done = FULL_SOLVE, np.inf, False
+        if start:  # run to time 0 first (the same steps), keep the rates then
+            t, mode, r_min, done = fluid_advance(
+                f_ptr, c_idx, c_cap, weight, size, alive, slot, live, st, lhead, lnext, lrow,
+                0.0, min(until_s, 0.0), mode, r_min, n, grow, done_rtol,
+            )  # fmt: skip
+            rate0 = np.where(alive, st[RATE], 0.0)
+            bott0 = _global_bott(st[BOTT], alive, glob)
+        if not start or (not done and until_s > t):
+            t, _, _, done = fluid_advance(
+                f_ptr, c_idx, c_cap, weight, size, alive, slot, live, st, lhead, lnext, lrow,
+                t, until_s, mode, r_min, n, grow, done_rtol,
+            )  # fmt: skip
+        if not done and t < until_s:
+            t = np.inf  # some flow can never finish (zero capacity)
+    elif start:
+        rate0 = np.zeros(n)
+        bott0 = np.full(n, -1, dtype=np.int64)
+    rate = np.where(alive, st[RATE], 0.0)
+    bott = _global_bott(st[BOTT], alive, glob)
+    idle = np.zeros(c_cap.size)  # when the last flow left each link
+    for f in range(n):
+        if alive[f]:
+            left = np.inf
+        elif remaining[f] > size[f] * done_rtol:
+            left = st[FIN][f]  # (finished here: its last finish time)
+        else:
+            continue
+        for j in range(f_ptr[f], f_ptr[f + 1]):
+            if left > idle[c_idx[j]]:
+                idle[c_idx[j]] = left
+    return t, remaining_at(alive, st, t), glob, st[PEAK], rate, bott, idle, rate0, bott0
+
+
+@numba.njit(cache=True)
 def fluid_run(
     f_ptr: IntArray,
     f_idx: IntArray,
@@ -1077,58 +1157,24 @@ def fluid_run(
     bottleneck link (fabric link id, -1 if none) when it stopped (0 and -1 for finished
     flows).
     """
-    n = weight.size
-    alive = np.zeros(n, dtype=np.bool_)
-    live = np.zeros(1, dtype=np.int64)
-    for f in range(n):
-        if remaining[f] > size[f] * done_rtol:
-            alive[f] = True
-            live[0] += 1
-    c_idx, c_cap, glob = _compact(f_idx, capacity)
-    st = new_state(n, c_cap.size)
-    st[REM0][:] = np.where(alive, remaining, 0.0)
-    st[META][M_ALIVE] = live[0]
-    count_rows(f_ptr, c_idx, np.flatnonzero(alive), st[LROWS], 1)
-    slot = np.zeros(n, dtype=np.int64)
-    t = 0.0
-    if live[0] > 0:
-        lhead, lnext, lrow = link_lists(f_ptr, c_idx, c_cap.size)
-        t, _, _, done = fluid_advance(
-            f_ptr,
-            c_idx,
-            c_cap,
-            weight,
-            size,
-            alive,
-            slot,
-            live,
-            st,
-            lhead,
-            lnext,
-            lrow,
-            0.0,
-            until_s,
-            FULL_SOLVE,
-            np.inf,
-            n,
-            grow,
-            done_rtol,
-        )
-        if not done and t < until_s:
-            t = np.inf  # some flow can never finish (zero capacity)
-    rate = np.where(alive, st[RATE], 0.0)
-    bott = np.full(n, -1, dtype=np.int64)
-    idle = np.zeros(c_cap.size)  # when the last flow left each link
-    for f in range(n):
-        if alive[f]:
-            if st[BOTT][f] >= 0:
-                bott[f] = glob[st[BOTT][f]]
-            left = np.inf
-        elif remaining[f] > size[f] * done_rtol:
-            left = st[FIN][f]  # (finished here: its last finish time)
-        else:
-            continue
-        for j in range(f_ptr[f], f_ptr[f + 1]):
-            if left > idle[c_idx[j]]:
-                idle[c_idx[j]] = left
-    return t, remaining_at(alive, st, t), glob, st[PEAK], rate, bott, idle
+    t, rem, glob, peak, rate, bott, idle, _, _ = _run(
+        f_ptr, f_idx, weight, size, remaining, capacity, until_s, done_rtol, grow, False
+    )
+    return t, rem, glob, peak, rate, bott, idle
+
+
+@numba.njit(cache=True)
+def solo_run(
+    f_ptr: IntArray,
+    f_idx: IntArray,
+    weight: FloatArray,
+    size: FloatArray,
+    capacity: FloatArray,
+    done_rtol: float,
+    grow: float = 1.0,
+) -> tuple[
+    float, FloatArray, IntArray, FloatArray, FloatArray, IntArray, FloatArray, FloatArray, IntArray
+]:  # pragma: no cover - compiled
+    """:func:`fluid_run` of flows from their full ``size`` to the end, and also every flow's
+    rate and bottleneck link at time 0 (0 and -1 for flows that end at once)."""
+    return _run(f_ptr, f_idx, weight, size, size, capacity, np.inf, done_rtol, grow, True)

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.fabric.base import Fabric
-from lumoscore.sim.kernels import fluid_run
+from lumoscore.sim.kernels import fluid_run, solo_run
 from lumoscore.traffic import iteration_flows
 from lumoscore.workload.job import REFERENCE_PORT_GBPS, Job
 
@@ -47,9 +47,11 @@ class RoundPlan:
     ``bits`` is the size of one flow of each row (capacities are in bit/s). ``peak_bps`` is
     the highest load the round alone puts on each of its ``links`` (``None``: unknown, taken
     as the full capacity), ``idle_s`` the time from the round's start after which, alone, it
-    sends nothing more on each of them (``None``: taken as ``solo_s``). ``start_state``
-    caches the rows' rates and bottleneck links when the round starts alone (see
-    :func:`solo_state`), a warm start for the shared fluid set.
+    sends nothing more on each of them (``None``: taken as ``solo_s``). ``links`` are sorted,
+    each once. ``start_state`` caches, for the capacities the plan was made for, the rows'
+    rates and bottleneck links when the round starts alone and when its first flow finishes
+    (see :func:`solo_state`; a warm start for the shared fluid set) and the round's
+    independent parts (see :mod:`lumoscore.sim.components`).
     """
 
     indptr: IntArray
@@ -131,6 +133,9 @@ def solo_state(
     and each row's rate and bottleneck link then (-1 if none; 0 and -1 for finished rows).
     ``eps > 0`` uses the (1+eps)-approximate allocation.
 
+    Exact states before the first flow finishes come from the round's starting rates (cached
+    in ``rp.start_state`` with the time of that first finish): rates are constant until then.
+
     Examples
     --------
     >>> import numpy as np
@@ -140,18 +145,39 @@ def solo_state(
     >>> rem.tolist(), rate.tolist(), bott.tolist()
     ([0.0, 10.0], [0.0, 10.0], [-1, 0])
     """
+    bits = rp.bits.astype(float)
+    if eps == 0.0:
+        cache = rp.start_state
+        if "first_s" not in cache:
+            _, _, _, _, rate, bott, _ = fluid_run(
+                rp.indptr, rp.indices, rp.weight, bits, bits, capacity, 0.0, DONE_RTOL
+            )
+            cache.update(_start_cache(bits, rate, bott))
+        if until_s < cache["first_s"]:
+            rate = cache["rate"]
+            rem = np.where(rate > 0.0, np.maximum(bits - rate * float(until_s), 0.0), bits)
+            return rem, rate, cache["bott"]
     _, rem, _, _, rate, bott, _ = fluid_run(
         rp.indptr,
         rp.indices,
         rp.weight,
-        rp.bits.astype(float),
-        rp.bits.astype(float),
+        bits,
+        bits,
         capacity,
         float(until_s),
         DONE_RTOL,
         1.0 + eps,
     )
     return rem, rate, bott
+
+
+def _start_cache(bits: FloatArray, rate: FloatArray, bott: IntArray) -> dict[str, NDArray]:
+    """A round's rates and bottleneck links at its start alone, and when its first flow ends
+    (the :attr:`RoundPlan.start_state` that :func:`solo_state` reads)."""
+    with np.errstate(divide="ignore"):
+        ends = np.where(rate > 0.0, bits / rate, np.inf)
+    first = ends.min() if ends.size else np.inf
+    return {"rate": rate, "bott": bott, "first_s": np.array(first)}
 
 
 def _solo_run(
@@ -161,15 +187,17 @@ def _solo_run(
     size: FloatArray,
     capacity: FloatArray,
     eps: float,
-) -> tuple[float, IntArray, FloatArray, FloatArray]:
-    """A round alone from start to end: its time, its links (sorted), their peak loads and
-    when its last flow leaves each of them."""
+) -> tuple[float, IntArray, FloatArray, FloatArray, dict[str, NDArray]]:
+    """A round alone from start to end: its time, its links (sorted), their peak loads, when
+    its last flow leaves each of them and (exact runs) its start state (see
+    :func:`solo_state`)."""
     size = size.astype(float)
-    t, _, glob, peak, _, _, idle = fluid_run(
-        indptr, indices, weight, size, size, capacity, math.inf, DONE_RTOL, 1.0 + eps
+    t, _, glob, peak, _, _, idle, rate0, bott0 = solo_run(
+        indptr, indices, weight, size, capacity, DONE_RTOL, 1.0 + eps
     )
     order = np.argsort(glob)
-    return float(t), glob[order], peak[order], idle[order]
+    start = _start_cache(size, rate0, bott0) if eps == 0 else {}
+    return float(t), glob[order], peak[order], idle[order], start
 
 
 def build_plan(
@@ -206,7 +234,9 @@ def build_plan(
             routes = fabric.routes(src, dst, keys, job_id=job.job_id)
         weight = np.asarray(f.weight, dtype=float)
         size = np.asarray(f.bytes, dtype=float) * 8.0
-        solo_s, links, peak, idle = _solo_run(routes.indptr, routes.indices, weight, size, cap, eps)
+        solo_s, links, peak, idle, start = _solo_run(
+            routes.indptr, routes.indices, weight, size, cap, eps
+        )
         ideal = rnd.ideal_s * slower if rnd.ideal_s is not None else solo_s
         rounds.append(
             RoundPlan(
@@ -221,6 +251,7 @@ def build_plan(
                 links,
                 peak,
                 idle,
+                start,
             )
         )
         all_links.append(links)  # (sorted, each once)
@@ -257,10 +288,10 @@ def resolo(
     rounds = []
     for rp in plan.rounds:
         if rp.solo_s > 0 and changed[rp.links].any():
-            solo_s, _, peak, idle = _solo_run(
+            solo_s, _, peak, idle, start = _solo_run(
                 rp.indptr, rp.indices, rp.weight, rp.bits, capacity, eps
             )
-            rp = replace(rp, solo_s=solo_s, peak_bps=peak, idle_s=idle, start_state={})
+            rp = replace(rp, solo_s=solo_s, peak_bps=peak, idle_s=idle, start_state=start)
         rounds.append(rp)
     iteration_s = float(sum(r.compute_s + r.solo_s for r in rounds))
     return replace(plan, rounds=tuple(rounds), iteration_s=iteration_s)
