@@ -277,14 +277,9 @@ def build_plan_for(paths, cap, weight, size) -> RoundPlan:
 
 
 def _solo_plan(paths, cap, weight, size, idx) -> RoundPlan:
-    """A round of the flows ``idx`` with its solo timeline (time, links, peaks, idle times)."""
-    indptr, indices = _csr([paths[i] for i in idx])
-    w, b = weight[idx], size[idx]
-    t, _, glob, peak, _, _, idle = fluid_run(indptr, indices, w, b, b, cap, np.inf, DONE_RTOL)
-    order = np.argsort(glob)
-    return RoundPlan(
-        indptr, indices, w, b, 0.0, "x", float(t), 0.0, glob[order], peak[order], idle[order]
-    )
+    """A round of the flows ``idx`` made as the simulator makes them (solo timeline, start
+    state)."""
+    return build_plan_for([paths[i] for i in idx], cap, weight[idx], size[idx])
 
 
 @settings(max_examples=120, deadline=None)

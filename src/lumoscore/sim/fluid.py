@@ -360,8 +360,16 @@ class FluidSet:
         rows = np.flatnonzero(parts[g.lab])
         if self.clock_s == g.joined_s and g.rates is not None and g.bott is not None:
             return rows, g.rem[rows], g.rates[rows], g.bott[rows]
-        ptr, idx = sub_rows(rp.indptr, rp.indices, rows)
         bits = rp.bits[rows].astype(float)
+        dt = self.clock_s - g.started_s
+        if "rate" in rp.start_state:  # before their first flow ends, the rates at the start
+            rate, bott = rp.start_state["rate"][rows], rp.start_state["bott"][rows]
+            sending = rate > 0.0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                if dt < np.where(sending, bits / rate, np.inf).min(initial=np.inf):
+                    rem = np.where(sending, np.maximum(bits - rate * dt, 0.0), bits)
+                    return rows, rem, rate, bott
+        ptr, idx = sub_rows(rp.indptr, rp.indices, rows)
         _, rem, _, _, rate, bott, _ = fluid_run(
             ptr,
             idx,
@@ -369,7 +377,7 @@ class FluidSet:
             bits,
             bits,
             self.capacity,
-            self.clock_s - g.started_s,
+            dt,
             DONE_RTOL,
         )
         return rows, rem, rate, bott
