@@ -129,6 +129,7 @@ def test_solo_run_and_start_states_equal_fluid_runs(inst, share: float) -> None:
     np.testing.assert_array_equal(solo[7], rate0)
     np.testing.assert_array_equal(solo[8], bott0)
     rp = build_plan_for(paths, cap, weight, size)
+    solo_state(rp, cap, 0.0)  # (computes the time of the first end once)
     first = float(rp.start_state["first_s"])
     assert first == min((size / rate0)[rate0 > 0], default=np.inf)
     until = share * first if np.isfinite(first) else share * 10.0

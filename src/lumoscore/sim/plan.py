@@ -148,11 +148,14 @@ def solo_state(
     bits = rp.bits.astype(float)
     if eps == 0.0:
         cache = rp.start_state
-        if "first_s" not in cache:
-            _, _, _, _, rate, bott, _ = fluid_run(
+        if "rate" not in cache:
+            _, _, _, _, cache["rate"], cache["bott"], _ = fluid_run(
                 rp.indptr, rp.indices, rp.weight, bits, bits, capacity, 0.0, DONE_RTOL
             )
-            cache.update(_start_cache(bits, rate, bott))
+        if "first_s" not in cache:
+            with np.errstate(divide="ignore"):
+                ends = np.where(cache["rate"] > 0.0, bits / cache["rate"], np.inf)
+            cache["first_s"] = np.array(ends.min(initial=np.inf))
         if until_s < cache["first_s"]:
             rate = cache["rate"]
             rem = np.where(rate > 0.0, np.maximum(bits - rate * float(until_s), 0.0), bits)
@@ -171,15 +174,6 @@ def solo_state(
     return rem, rate, bott
 
 
-def _start_cache(bits: FloatArray, rate: FloatArray, bott: IntArray) -> dict[str, NDArray]:
-    """A round's rates and bottleneck links at its start alone, and when its first flow ends
-    (the :attr:`RoundPlan.start_state` that :func:`solo_state` reads)."""
-    with np.errstate(divide="ignore"):
-        ends = np.where(rate > 0.0, bits / rate, np.inf)
-    first = ends.min() if ends.size else np.inf
-    return {"rate": rate, "bott": bott, "first_s": np.array(first)}
-
-
 def _solo_run(
     indptr: IntArray,
     indices: IntArray,
@@ -196,7 +190,7 @@ def _solo_run(
         indptr, indices, weight, size, capacity, DONE_RTOL, 1.0 + eps
     )
     order = np.argsort(glob)
-    start = _start_cache(size, rate0, bott0) if eps == 0 else {}
+    start = {"rate": rate0, "bott": bott0} if eps == 0 else {}
     return float(t), glob[order], peak[order], idle[order], start
 
 
