@@ -112,12 +112,15 @@ def test_fluid_run_equals_step_by_step_reference(inst) -> None:
 
 
 @settings(max_examples=80, deadline=None)
-@given(fluid_instances(), st.floats(0.0, 1.0))
-def test_solo_run_and_start_states_equal_fluid_runs(inst, share: float) -> None:
+@given(fluid_instances(), st.floats(0.0, 1.0), st.sampled_from([1.0, np.inf, 0.0]))
+def test_solo_run_and_start_states_equal_fluid_runs(inst, share: float, cap0: float) -> None:
     """``solo_run`` is ``fluid_run`` to the end plus the state at time 0, which equals
     ``fluid_run`` to time 0; a plan's cached start state gives ``solo_state`` before the
-    first flow ends, equal to a run to that time."""
+    first flow ends, equal to a run to that time (also with a link of infinite capacity,
+    whose flows end at once, or of none, whose flows never send)."""
     paths, cap, weight, size = inst
+    cap = cap.copy()
+    cap[0] = cap0
     indptr, indices = _csr(paths)
     full = fluid_run(indptr, indices, weight, size, size, cap, np.inf, DONE_RTOL)
     solo = solo_run(indptr, indices, weight, size, cap, DONE_RTOL)
@@ -131,7 +134,8 @@ def test_solo_run_and_start_states_equal_fluid_runs(inst, share: float) -> None:
     rp = build_plan_for(paths, cap, weight, size)
     solo_state(rp, cap, 0.0)  # (computes the time of the first end once)
     first = float(rp.start_state["first_s"])
-    assert first == min((size / rate0)[rate0 > 0], default=np.inf)
+    sending = rate0 > 0
+    assert first == min(size[sending] / rate0[sending], default=np.inf)
     until = share * first if np.isfinite(first) else share * 10.0
     got = solo_state(rp, cap, until)
     ref = fluid_run(indptr, indices, weight, size, size, cap, until, DONE_RTOL)

@@ -58,7 +58,7 @@ from lumoscore.sim.kernels import (
     rebuild_heap,
     remaining_at,
 )
-from lumoscore.sim.plan import DONE_RTOL, RoundPlan
+from lumoscore.sim.plan import DONE_RTOL, RoundPlan, _rem_before_first_end
 
 __all__ = ["FluidSet"]
 
@@ -367,8 +367,7 @@ class FluidSet:
             sending = rate > 0.0
             with np.errstate(divide="ignore", invalid="ignore"):
                 if dt < np.where(sending, bits / rate, np.inf).min(initial=np.inf):
-                    rem = np.where(sending, np.maximum(bits - rate * dt, 0.0), bits)
-                    return rows, rem, rate, bott
+                    return rows, _rem_before_first_end(bits, rate, bott, dt), rate, bott
         ptr, idx = sub_rows(rp.indptr, rp.indices, rows)
         _, rem, _, _, rate, bott, _ = fluid_run(
             ptr,

@@ -157,9 +157,8 @@ def solo_state(
                 ends = np.where(cache["rate"] > 0.0, bits / cache["rate"], np.inf)
             cache["first_s"] = np.array(ends.min(initial=np.inf))
         if until_s < cache["first_s"]:
-            rate = cache["rate"]
-            rem = np.where(rate > 0.0, np.maximum(bits - rate * float(until_s), 0.0), bits)
-            return rem, rate, cache["bott"]
+            rate, bott = cache["rate"], cache["bott"]
+            return _rem_before_first_end(bits, rate, bott, float(until_s)), rate, bott
     _, rem, _, _, rate, bott, _ = fluid_run(
         rp.indptr,
         rp.indices,
@@ -172,6 +171,17 @@ def solo_state(
         1.0 + eps,
     )
     return rem, rate, bott
+
+
+def _rem_before_first_end(
+    bits: FloatArray, rate: FloatArray, bott: IntArray, dt: float
+) -> FloatArray:
+    """Bits left ``dt`` after a round's start, before its first flow ends: rows sending at
+    their start rate, rows that cannot send (rate 0 on a bottleneck of no capacity) and rows
+    that ended at the start (rate 0, no bottleneck: they crossed no link of finite
+    capacity)."""
+    idle = np.where(bott >= 0, bits, 0.0)
+    return np.where(rate > 0.0, np.maximum(bits - rate * dt, 0.0), idle)
 
 
 def _solo_run(
