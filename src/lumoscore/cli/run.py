@@ -199,7 +199,10 @@ def run(
     eps: Annotated[
         float | None,
         typer.Option(
-            "--eps", min=0.0, help="Override eps (0 exact max-min, e.g. 0.01 approximate)."
+            "--eps",
+            min=0.0,
+            help="Override eps (0 = exact max-min rates, the fast mode; e.g. 0.01 = "
+            "(1+eps)-approximate, several times slower on contended fabrics).",
         ),
     ] = None,
     report: Annotated[

@@ -79,7 +79,8 @@ def simulate(
             "--eps",
             min=0.0,
             help="0 = exact max-min rates (incremental, the fast mode); e.g. 0.01 = "
-            "(1+eps)-approximate filling (reported in the summary).",
+            "(1+eps)-approximate filling (reported in the summary; several times slower "
+            "on contended fabrics).",
         ),
     ] = 0.0,
     out: Annotated[
