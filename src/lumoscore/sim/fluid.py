@@ -58,7 +58,7 @@ from lumoscore.sim.kernels import (
     rebuild_heap,
     remaining_at,
 )
-from lumoscore.sim.plan import DONE_RTOL, RoundPlan, _rem_before_first_end
+from lumoscore.sim.plan import DONE_RTOL, RoundPlan, _first_end, _rem_before_first_end
 
 __all__ = ["FluidSet"]
 
@@ -364,10 +364,8 @@ class FluidSet:
         dt = self.clock_s - g.started_s
         if "rate" in rp.start_state:  # before their first flow ends, the rates at the start
             rate, bott = rp.start_state["rate"][rows], rp.start_state["bott"][rows]
-            sending = rate > 0.0
-            with np.errstate(divide="ignore", invalid="ignore"):
-                if dt < np.where(sending, bits / rate, np.inf).min(initial=np.inf):
-                    return rows, _rem_before_first_end(bits, rate, bott, dt), rate, bott
+            if dt < _first_end(bits, rate):
+                return rows, _rem_before_first_end(bits, rate, bott, dt), rate, bott
         ptr, idx = sub_rows(rp.indptr, rp.indices, rows)
         _, rem, _, _, rate, bott, _ = fluid_run(
             ptr,

@@ -153,9 +153,7 @@ def solo_state(
                 rp.indptr, rp.indices, rp.weight, bits, bits, capacity, 0.0, DONE_RTOL
             )
         if "first_s" not in cache:
-            with np.errstate(divide="ignore"):
-                ends = np.where(cache["rate"] > 0.0, bits / cache["rate"], np.inf)
-            cache["first_s"] = np.array(ends.min(initial=np.inf))
+            cache["first_s"] = np.array(_first_end(bits, cache["rate"]))
         if until_s < cache["first_s"]:
             rate, bott = cache["rate"], cache["bott"]
             return _rem_before_first_end(bits, rate, bott, float(until_s)), rate, bott
@@ -171,6 +169,12 @@ def solo_state(
         1.0 + eps,
     )
     return rem, rate, bott
+
+
+def _first_end(bits: FloatArray, rate: FloatArray) -> float:
+    """When the first of flows of ``bits`` sending at ``rate`` ends (``inf`` if none sends)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.where(rate > 0.0, bits / rate, np.inf).min(initial=np.inf))
 
 
 def _rem_before_first_end(
