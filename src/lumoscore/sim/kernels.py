@@ -411,10 +411,11 @@ def _refill(
     rows: IntArray,
     clock_s: float,
     grow: float,
+    finish: bool = True,
 ) -> IntArray:  # pragma: no cover - compiled
     """Progressive filling of ``rows`` (alive) with the load of every other row frozen in
-    ``link_load``; sets their rates, bottleneck links and finish times. Returns the links the
-    rows cross."""
+    ``link_load``; sets their rates, bottleneck links and (``finish``) finish times. Returns
+    the links the rows cross."""
     rate, rem0, t0 = st[RATE], st[REM0], st[T0]
     bott, link_load, local, nb, meta = st[BOTT], st[LOAD], st[LOCAL], st[NB], st[META]
     k = rows.size
@@ -521,10 +522,18 @@ def _refill(
 
     for q in range(m):
         local[links[q]] = -1
+    if finish:
+        _finish_rows(st, rows, clock_s)
+    return links[:m]
+
+
+@numba.njit(cache=True)
+def _finish_rows(st: FluidState, rows: IntArray, clock_s: float) -> None:  # pragma: no cover
+    """Finish times of ``rows`` from their rates and the bits they have left at ``clock_s``."""
+    rate, rem0 = st[RATE], st[REM0]
     for f in rows:
         r = rate[f]
         _finish_at(st, f, clock_s + rem0[f] / r if r > 0.0 else np.inf)
-    return links[:m]
 
 
 @numba.njit(cache=True)
@@ -730,7 +739,7 @@ def _closure(
     rows to ``S``); new rows without start in ``S``. Returns False (the caller solves from
     scratch) when ``S`` would exceed ``limit`` rows.
     """
-    rate, bott, rmark = st[RATE], st[BOTT], st[RMARK]
+    rate, bott, rmark, local = st[RATE], st[BOTT], st[RMARK], st[LOCAL]
     rem0, link_load, lmark, touched, tmark = st[REM0], st[LOAD], st[LMARK], st[TOUCHED], st[TMARK]
     nb, smark, meta = st[NB], st[SMARK], st[META]
     meta[M_STAMP] += 1
@@ -781,11 +790,36 @@ def _closure(
                 rows = _to_refill(
                     f_ptr, c_idx, cap, weight, alive, st, lhead, lnext, lrow, S, ns - added, ns
                 )
+            n_rows = rows.size
+            old_r = np.empty(n_rows)
+            old_b = np.empty(n_rows, dtype=np.int64)
+            fresh = np.empty(n_rows, dtype=np.bool_)
+            for i in range(n_rows):
+                g = rows[i]
+                old_r[i] = rate[g]
+                old_b[i] = bott[g]
+                fresh[i] = rmark[g] == -stamp
             for i in range(ns - added, ns):
                 rmark[S[i]] = stamp
-            rl = _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, 1.0)
+            rl = _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, 1.0, False)
             for q in rl:
                 n_sl = _enlist_link(sl, n_sl, smark, stamp, q)
+            # Only the links of rows new to S or whose rate or bottleneck changed are checked:
+            # on the others nothing changed since their last check, which enlisted nothing
+            # (no new row crosses them).
+            n_ck = 0
+            for i in range(n_rows):
+                g = rows[i]
+                if fresh[i] or rate[g] != old_r[i] or bott[g] != old_b[i]:
+                    for j in range(f_ptr[g], f_ptr[g + 1]):
+                        q = c_idx[j]
+                        if local[q] < 0:
+                            local[q] = 0
+                            rl[n_ck] = q
+                            n_ck += 1
+            for i in range(n_ck):
+                local[rl[i]] = -1
+            rl = rl[:n_ck]
         added = 0
         n_rl = rl.size
         for i in range(n_rl + (nt if first else 0)):
@@ -857,6 +891,8 @@ def _closure(
                     added += 1
         first = False
         if added == 0:
+            # (a row may be refilled in several rounds: its finish time is set once, here)
+            _finish_rows(st, S[:ns], clock_s)
             _record_peak(st, sl[:n_sl])
             _record_peak(st, tl[:nt])
             return True
@@ -1163,7 +1199,7 @@ def fluid_run(
     return t, rem, glob, peak, rate, bott, idle
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def solo_run(
     f_ptr: IntArray,
     f_idx: IntArray,
@@ -1176,5 +1212,6 @@ def solo_run(
     float, FloatArray, IntArray, FloatArray, FloatArray, IntArray, FloatArray, FloatArray, IntArray
 ]:  # pragma: no cover - compiled
     """:func:`fluid_run` of flows from their full ``size`` to the end, and also every flow's
-    rate and bottleneck link at time 0 (0 and -1 for flows that end at once)."""
+    rate and bottleneck link at time 0 (0 and -1 for flows that end at once). Releases the
+    GIL: the rounds of a plan run on several threads (:func:`~lumoscore.sim.plan.build_plan`)."""
     return _run(f_ptr, f_idx, weight, size, size, capacity, np.inf, done_rtol, grow, True)
