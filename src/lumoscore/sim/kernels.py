@@ -402,6 +402,34 @@ def _finish_at(st: FluidState, f: int, t: float) -> None:  # pragma: no cover - 
 
 
 @numba.njit(cache=True)
+def _fresh_top(
+    lhp: IntArray,
+    lev: FloatArray,
+    lpos: IntArray,
+    lsz: IntArray,
+    links: IntArray,
+    cap: FloatArray,
+    link_load: FloatArray,
+    n_act: FloatArray,
+    floor: FloatArray,
+) -> bool:  # pragma: no cover - compiled
+    """Bring the key at the top of :func:`_refill`'s link heap up to date: links whose level
+    rose sink to their place, links left without active rows leave. False when empty."""
+    while lsz[0] > 0:
+        q = lhp[0]
+        if n_act[q] <= floor[q]:
+            n_act[q] = 0.0
+            _heap_pop(lhp, lev, lpos, lsz)
+            continue
+        level = (cap[links[q]] - link_load[links[q]]) / n_act[q]
+        if level <= lev[0]:  # (up to round-off: it never falls)
+            lev[0] = level
+            return True
+        _sift_down(lhp, lev, lpos, 0, q, level, lsz[0])
+    return False
+
+
+@numba.njit(cache=True)
 def _refill(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -458,7 +486,9 @@ def _refill(
             q = local[c_idx[j]]
             l_rows[fill[q]] = i
             fill[q] += 1
-    # progressive filling; the links' fill levels sit in a heap (levels never decrease)
+    # progressive filling. The links' fill levels sit in a heap. A level never decreases (a
+    # row frozen at t on a link of level L >= t leaves (L n - w t) / (n - w) >= L), so keys
+    # are lower bounds refreshed only when a link reaches the top.
     floor = n_act * 1e-12
     lev = np.empty(m)  # fill levels by heap position
     lhp = np.empty(m, dtype=np.int64)
@@ -471,19 +501,17 @@ def _refill(
     active = np.ones(k, dtype=np.bool_)
     left = k
     sat = np.empty(m, dtype=np.int64)
-    # links whose fill level changed at this level, re-keyed once after it
-    moved = np.empty(m, dtype=np.int64)
-    mmark = np.zeros(m, dtype=np.bool_)
-    while left > 0 and lsz[0] > 0:
+    while left > 0 and _fresh_top(lhp, lev, lpos, lsz, links, cap, link_load, n_act, floor):
         t = lev[0]
         if t < 0.0:
             t = 0.0
         thresh = t * grow * (1.0 + LEVEL_RTOL)
         n_sat = 0
-        while lsz[0] > 0 and lev[0] <= thresh:
+        while lev[0] <= thresh:
             sat[n_sat] = _heap_pop(lhp, lev, lpos, lsz)
             n_sat += 1
-        n_moved = 0
+            if not _fresh_top(lhp, lev, lpos, lsz, links, cap, link_load, n_act, floor):
+                break
         for i in range(n_sat):
             q = sat[i]
             for z in range(l_ptr[q], l_ptr[q + 1]):
@@ -497,24 +525,8 @@ def _refill(
                     nb[links[q]] += 1
                     for j in range(f_ptr[f], f_ptr[f + 1]):
                         l2 = c_idx[j]
-                        q2 = local[l2]
-                        n_act[q2] -= weight[f]
+                        n_act[local[l2]] -= weight[f]
                         link_load[l2] += weight[f] * t
-                        if lpos[q2] >= 0 and not mmark[q2]:
-                            mmark[q2] = True
-                            moved[n_moved] = q2
-                            n_moved += 1
-        for i in range(n_moved):
-            q2 = moved[i]
-            mmark[q2] = False
-            if lpos[q2] < 0:
-                continue
-            l2 = links[q2]
-            if n_act[q2] <= floor[q2]:
-                n_act[q2] = 0.0
-                _heap_remove(lhp, lev, lpos, lsz, q2)
-            else:
-                _heap_set(lhp, lev, lpos, lsz, q2, (cap[l2] - link_load[l2]) / n_act[q2])
     for i in range(k):
         if active[i]:
             rate[rows[i]] = np.inf
