@@ -139,6 +139,19 @@ def test_approximate_mode_is_feasible_and_close(inst, eps: float) -> None:
     assert approx.levels <= exact.levels
     # the smallest rate (the max-min objective) is within a factor 1+eps of the exact one
     assert approx.rates.min() * (1 + eps) >= exact.rates.min() * (1 - 1e-12)
+    # every flow is within 1+eps of its cap, or crosses a link loaded to within 1+eps of its
+    # capacity on which no flow is faster (the grouped bottleneck characterisation)
+    load = approx.link_load(A, weight)
+    r = approx.rates
+    for f, links in enumerate(paths):
+        if r[f] * (1 + eps) >= caps[f] * (1 - 1e-12):
+            continue
+        ok = any(
+            load[l] * (1 + eps) >= cap[l] * (1 - 1e-9)
+            and all(r[g] <= r[f] * (1 + 1e-9) for g, p in enumerate(paths) if l in p)
+            for l in links
+        )
+        assert ok, f"flow {f} has no bottleneck link within 1+eps"
 
 
 def test_dense_and_sparse_incidence_agree() -> None:

@@ -45,6 +45,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from lumoscore.sim.heaps import fresh_top, heap_pop, heap_set
 from lumoscore.sim.maxmin import _compact
 
 __all__ = [
@@ -306,127 +307,10 @@ def link_lists(
 
 
 @numba.njit(cache=True)
-def _sift_up(
-    hp: IntArray, hk: FloatArray, pos: IntArray, i: int, f: int, k: float
-) -> None:  # pragma: no cover - compiled
-    """Put item ``f`` with key ``k`` into the hole at heap position ``i``, moving up."""
-    while i > 0:
-        parent = (i - 1) >> 1
-        if hk[parent] <= k:
-            break
-        g = hp[parent]
-        hp[i] = g
-        hk[i] = hk[parent]
-        pos[g] = i
-        i = parent
-    hp[i] = f
-    hk[i] = k
-    pos[f] = i
-
-
-@numba.njit(cache=True)
-def _sift_down(
-    hp: IntArray, hk: FloatArray, pos: IntArray, i: int, f: int, k: float, n: int
-) -> None:  # pragma: no cover - compiled
-    """Put item ``f`` with key ``k`` into the hole at heap position ``i``, moving down."""
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and hk[c + 1] < hk[c]:
-            c += 1
-        if hk[c] >= k:
-            break
-        g = hp[c]
-        hp[i] = g
-        hk[i] = hk[c]
-        pos[g] = i
-        i = c
-    hp[i] = f
-    hk[i] = k
-    pos[f] = i
-
-
-@numba.njit(cache=True)
-def _heap_set(
-    hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray, f: int, value: float
-) -> None:  # pragma: no cover - compiled
-    """Insert item ``f`` with key ``value`` or change its key. The heap holds items ``hp``
-    and their keys ``hk`` by position (keys next to each other: sifting reads no item's
-    row), ``pos`` is every item's position (-1 if absent), ``size[0]`` the heap size."""
-    i = pos[f]
-    if i < 0:
-        i = size[0]
-        size[0] += 1
-        _sift_up(hp, hk, pos, i, f, value)
-    elif value < hk[i]:
-        _sift_up(hp, hk, pos, i, f, value)
-    else:
-        _sift_down(hp, hk, pos, i, f, value, size[0])
-
-
-@numba.njit(cache=True)
-def _heap_pop(
-    hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray
-) -> int:  # pragma: no cover - compiled
-    f = hp[0]
-    n = size[0] - 1
-    size[0] = n
-    pos[f] = -1
-    if n > 0:
-        _sift_down(hp, hk, pos, 0, hp[n], hk[n], n)
-    return f
-
-
-@numba.njit(cache=True)
-def _heap_remove(
-    hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray, f: int
-) -> None:  # pragma: no cover - compiled
-    i = pos[f]
-    n = size[0] - 1
-    size[0] = n
-    pos[f] = -1
-    if i == n:
-        return
-    if hk[n] < hk[i]:
-        _sift_up(hp, hk, pos, i, hp[n], hk[n])
-    else:
-        _sift_down(hp, hk, pos, i, hp[n], hk[n], n)
-
-
-@numba.njit(cache=True)
 def _finish_at(st: FluidState, f: int, t: float) -> None:  # pragma: no cover - compiled
     """Row ``f`` finishes at ``t``: its finish time and its entry in the finish-time heap."""
     st[FIN][f] = t
-    _heap_set(st[HEAP], st[HKEY], st[POS], st[META], f, t)
-
-
-@numba.njit(cache=True)
-def _fresh_top(
-    lhp: IntArray,
-    lev: FloatArray,
-    lpos: IntArray,
-    lsz: IntArray,
-    links: IntArray,
-    cap: FloatArray,
-    link_load: FloatArray,
-    n_act: FloatArray,
-    floor: FloatArray,
-) -> bool:  # pragma: no cover - compiled
-    """Bring the key at the top of :func:`_refill`'s link heap up to date: links whose level
-    rose sink to their place, links left without active rows leave. False when empty."""
-    while lsz[0] > 0:
-        q = lhp[0]
-        if n_act[q] <= floor[q]:
-            n_act[q] = 0.0
-            _heap_pop(lhp, lev, lpos, lsz)
-            continue
-        level = (cap[links[q]] - link_load[links[q]]) / n_act[q]
-        if level <= lev[0]:  # (up to round-off: it never falls)
-            lev[0] = level
-            return True
-        _sift_down(lhp, lev, lpos, 0, q, level, lsz[0])
-    return False
+    heap_set(st[HEAP], st[HKEY], st[POS], st[META], f, t)
 
 
 @numba.njit(cache=True)
@@ -497,20 +381,20 @@ def _refill(
     for q in range(m):
         c = cap[links[q]]
         if n_act[q] > 0.0 and c < np.inf:
-            _heap_set(lhp, lev, lpos, lsz, q, (c - link_load[links[q]]) / n_act[q])
+            heap_set(lhp, lev, lpos, lsz, q, (c - link_load[links[q]]) / n_act[q])
     active = np.ones(k, dtype=np.bool_)
     left = k
     sat = np.empty(m, dtype=np.int64)
-    while left > 0 and _fresh_top(lhp, lev, lpos, lsz, links, cap, link_load, n_act, floor):
+    while left > 0 and fresh_top(lhp, lev, lpos, lsz, links, cap, link_load, n_act, floor):
         t = lev[0]
         if t < 0.0:
             t = 0.0
         thresh = t * grow * (1.0 + LEVEL_RTOL)
         n_sat = 0
         while lev[0] <= thresh:
-            sat[n_sat] = _heap_pop(lhp, lev, lpos, lsz)
+            sat[n_sat] = heap_pop(lhp, lev, lpos, lsz)
             n_sat += 1
-            if not _fresh_top(lhp, lev, lpos, lsz, links, cap, link_load, n_act, floor):
+            if not fresh_top(lhp, lev, lpos, lsz, links, cap, link_load, n_act, floor):
                 break
         for i in range(n_sat):
             q = sat[i]
@@ -1040,7 +924,7 @@ def fluid_advance(
                 r < np.inf and r * (fin[g] - clock_s) > size[g] * done_rtol + r * dt * 1e-12
             ):
                 break
-            _heap_pop(hp, hkey, pos, meta)
+            heap_pop(hp, hkey, pos, meta)
             alive[g] = False
             meta[M_ALIVE] -= 1
             if bott[g] >= 0:

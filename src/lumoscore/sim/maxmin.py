@@ -42,6 +42,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import PreconditionError
+from lumoscore.sim.heaps import fresh_top, heap_pop, heap_set
 
 __all__ = ["MaxMinResult", "incidence", "maxmin_rates"]
 
@@ -240,7 +241,6 @@ def _fill(
             n_act[f_idx[k]] += f_val[k] * w[f]
     floor = n_act * 1e-12
     load = np.zeros(n_links)
-    is_open = (n_act > 0.0) & np.isfinite(cap)
     active = alive.copy()
     rates = np.zeros(n_flows)
     bott = np.full(n_flows, -1, dtype=np.int64)
@@ -251,14 +251,20 @@ def _fill(
         if alive[f]:
             left += 1
     levels = 0
+    # open links by fill level; levels only rise, so keys are lower bounds (see fresh_top)
+    ids = np.arange(n_links)
+    lev = np.empty(n_links)
+    hp = np.empty(n_links, dtype=np.int64)
+    pos = np.full(n_links, -1, dtype=np.int64)
+    size = np.zeros(1, dtype=np.int64)
+    for l in range(n_links):
+        if n_act[l] > 0.0 and np.isfinite(cap[l]):
+            heap_set(hp, lev, pos, size, l, (cap[l] - load[l]) / n_act[l])
     sat = np.empty(n_links, dtype=np.int64)
     while left > 0:
         t = np.inf
-        for l in range(n_links):
-            if is_open[l]:
-                v = (cap[l] - load[l]) / n_act[l]
-                if v < t:
-                    t = v
+        if fresh_top(hp, lev, pos, size, ids, cap, load, n_act, floor):
+            t = lev[0]
         while next_cap < n_flows and not active[by_cap[next_cap]]:
             next_cap += 1
         if next_cap < n_flows and cap_f[by_cap[next_cap]] < t:
@@ -268,13 +274,11 @@ def _fill(
         levels += 1
         thresh = t * grow * (1.0 + rtol)
         n_sat = 0
-        for l in range(n_links):
-            if is_open[l] and (cap[l] - load[l]) / n_act[l] <= thresh:
-                sat[n_sat] = l
-                n_sat += 1
+        while fresh_top(hp, lev, pos, size, ids, cap, load, n_act, floor) and lev[0] <= thresh:
+            sat[n_sat] = heap_pop(hp, lev, pos, size)
+            n_sat += 1
         for i in range(n_sat):
             l = sat[i]
-            is_open[l] = False
             for k in range(t_ptr[l], t_ptr[l + 1]):
                 f = t_idx[k]
                 if active[f]:
@@ -286,9 +290,6 @@ def _fill(
                         l2 = f_idx[j]
                         n_act[l2] -= f_val[j] * w[f]
                         load[l2] += f_val[j] * w[f] * t
-                        if n_act[l2] <= floor[l2]:
-                            n_act[l2] = 0.0
-                            is_open[l2] = False
         while next_cap < n_flows and cap_f[by_cap[next_cap]] <= thresh:
             f = by_cap[next_cap]
             next_cap += 1
@@ -300,9 +301,6 @@ def _fill(
                     l2 = f_idx[j]
                     n_act[l2] -= f_val[j] * w[f]
                     load[l2] += f_val[j] * w[f] * rates[f]
-                    if n_act[l2] <= floor[l2]:
-                        n_act[l2] = 0.0
-                        is_open[l2] = False
     return rates, bott, levels
 
 

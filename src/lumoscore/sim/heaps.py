@@ -1,0 +1,132 @@
+"""Binary min-heaps over preallocated arrays, for compiled progressive filling.
+
+A heap holds items ``hp`` and their keys ``hk`` by position (keys side by side: sifting reads
+no item's data), ``pos`` maps every item to its position (-1 if absent) and ``size[0]`` is
+the number of items. :func:`fresh_top` serves fillings whose link levels only rise: keys are
+lower bounds, brought up to date when a link reaches the top.
+
+Examples
+--------
+>>> import numpy as np
+>>> hp, hk = np.zeros(3, dtype=np.int64), np.zeros(3)
+>>> pos, size = np.full(3, -1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+>>> for item, key in [(0, 5.0), (1, 2.0), (2, 9.0)]:
+...     heap_set(hp, hk, pos, size, item, key)
+>>> heap_set(hp, hk, pos, size, 2, 1.0)  # a key changes
+>>> [int(heap_pop(hp, hk, pos, size)) for _ in range(3)]
+[2, 1, 0]
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["fresh_top", "heap_pop", "heap_set", "sift_down", "sift_up"]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+
+@numba.njit(cache=True)
+def sift_up(
+    hp: IntArray, hk: FloatArray, pos: IntArray, i: int, f: int, k: float
+) -> None:  # pragma: no cover - compiled
+    """Put item ``f`` with key ``k`` into the hole at heap position ``i``, moving up."""
+    while i > 0:
+        parent = (i - 1) >> 1
+        if hk[parent] <= k:
+            break
+        g = hp[parent]
+        hp[i] = g
+        hk[i] = hk[parent]
+        pos[g] = i
+        i = parent
+    hp[i] = f
+    hk[i] = k
+    pos[f] = i
+
+
+@numba.njit(cache=True)
+def sift_down(
+    hp: IntArray, hk: FloatArray, pos: IntArray, i: int, f: int, k: float, n: int
+) -> None:  # pragma: no cover - compiled
+    """Put item ``f`` with key ``k`` into the hole at heap position ``i``, moving down."""
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and hk[c + 1] < hk[c]:
+            c += 1
+        if hk[c] >= k:
+            break
+        g = hp[c]
+        hp[i] = g
+        hk[i] = hk[c]
+        pos[g] = i
+        i = c
+    hp[i] = f
+    hk[i] = k
+    pos[f] = i
+
+
+@numba.njit(cache=True)
+def heap_set(
+    hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray, f: int, value: float
+) -> None:  # pragma: no cover - compiled
+    """Insert item ``f`` with key ``value`` or change its key. The heap holds items ``hp``
+    and their keys ``hk`` by position (keys next to each other: sifting reads no item's
+    row), ``pos`` is every item's position (-1 if absent), ``size[0]`` the heap size."""
+    i = pos[f]
+    if i < 0:
+        i = size[0]
+        size[0] += 1
+        sift_up(hp, hk, pos, i, f, value)
+    elif value < hk[i]:
+        sift_up(hp, hk, pos, i, f, value)
+    else:
+        sift_down(hp, hk, pos, i, f, value, size[0])
+
+
+@numba.njit(cache=True)
+def heap_pop(
+    hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray
+) -> int:  # pragma: no cover - compiled
+    f = hp[0]
+    n = size[0] - 1
+    size[0] = n
+    pos[f] = -1
+    if n > 0:
+        sift_down(hp, hk, pos, 0, hp[n], hk[n], n)
+    return f
+
+
+@numba.njit(cache=True)
+def fresh_top(
+    lhp: IntArray,
+    lev: FloatArray,
+    lpos: IntArray,
+    lsz: IntArray,
+    links: IntArray,
+    cap: FloatArray,
+    link_load: FloatArray,
+    n_act: FloatArray,
+    floor: FloatArray,
+) -> bool:  # pragma: no cover - compiled
+    """Bring the key at the top of a progressive filling's link heap up to date: a link whose
+    fill level ``(cap - load) / n_act`` rose sinks to its place, a link left with no active
+    flow (``n_act <= floor``) leaves. Heap items are local link numbers, ``links`` their
+    ids in ``cap`` and ``link_load``. Returns False when the heap is empty."""
+    while lsz[0] > 0:
+        q = lhp[0]
+        if n_act[q] <= floor[q]:
+            n_act[q] = 0.0
+            heap_pop(lhp, lev, lpos, lsz)
+            continue
+        level = (cap[links[q]] - link_load[links[q]]) / n_act[q]
+        if level <= lev[0]:  # (up to round-off: it never falls)
+            lev[0] = level
+            return True
+        sift_down(lhp, lev, lpos, 0, q, level, lsz[0])
+    return False
