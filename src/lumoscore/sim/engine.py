@@ -471,9 +471,12 @@ class Simulator:
             links = rp.links
             if self.isolation and run_solo(jid, rp, t0):
                 return
+            # (restore, not clear: a caller may have marked some of these links and read the
+            # marks after this, e.g. a capacity change re-solos the plans crossing them)
+            before = scratch[links]
             scratch[links] = True
             solo_to_fluid(now)
-            scratch[links] = False
+            scratch[links] = before
             stats["fluid_rounds"] += 1
             join_fluid(jid, rp, t0, now)
 
