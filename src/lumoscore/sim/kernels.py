@@ -556,7 +556,7 @@ def _to_refill(
     Every other link carries the same load as in the last filling up to ``lam``.
     """
     rate, bott, rmark, local = st[RATE], st[BOTT], st[RMARK], st[LOCAL]
-    link_load, meta = st[LOAD], st[META]
+    link_load, nb, meta = st[LOAD], st[NB], st[META]
     stamp = meta[M_STAMP]
     nnz = 0
     for i in range(lo, ns):
@@ -587,6 +587,8 @@ def _to_refill(
         reach = (cap[q] - link_load[q] + old[k]) / w_new[k]
         if reach < lam:
             lam = reach
+        if nb[q] == 0:
+            continue  # no row is certified on q
         z = lhead[q]
         while z >= 0:
             g = lrow[z]
