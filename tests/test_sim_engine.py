@@ -251,11 +251,6 @@ def test_solo_runs_on_helper_threads_change_nothing(monkeypatch) -> None:
     for bad in (0, 1.5, True):
         with pytest.raises(ConfigError, match="threads must be an integer >= 1"):
             Simulator(fab, [], threads=bad)
-    monkeypatch.setenv("LUMOS_THREADS", "2")
-    assert Simulator(fab, []).threads == 2
-    monkeypatch.setenv("LUMOS_THREADS", "two")
-    with pytest.raises(ConfigError, match="LUMOS_THREADS must be a whole number >= 1, got 'two'"):
-        Simulator(fab, [])
 
 
 def test_too_big_jobs_are_rejected_and_bad_policy_named() -> None:

@@ -157,12 +157,8 @@ def _cost_estimate(run_config: RunConfig) -> float:
 def _worker_init(parent_pid: int) -> None:
     """Set up a pool worker: Ctrl-C is left to the parent (which stops the workers), and on
     Linux the worker is terminated when the parent dies (``PR_SET_PDEATHSIG``), so a killed
-    ``lumos run`` leaves no orphan simulations behind. Each worker runs its simulations on
-    one thread (the pool already gives every core a run)."""
-    from lumoscore.sim.plan import THREADS_ENV
-
+    ``lumos run`` leaves no orphan simulations behind."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.environ[THREADS_ENV] = "1"
     if sys.platform.startswith("linux"):
         with contextlib.suppress(Exception):
             libc = ctypes.CDLL(None, use_errno=True)

@@ -143,10 +143,9 @@ class Simulator:
     seed : int
         Seed of every random choice of the run (the failure process).
     threads : int, optional
-        Threads for the solo runs of a starting job's rounds (default:
-        :func:`~lumoscore.sim.plan.available_threads`, the ``LUMOS_THREADS`` environment
-        variable or every CPU the process may use; sweep workers run on one). Results do
-        not depend on it.
+        Threads for the solo runs of a starting job's rounds (default: every CPU the process
+        may use). Results do not depend on it; 1 keeps the run on one core (e.g. when a
+        sweep runs one simulation per core).
     """
 
     def __init__(

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numpy.typing import NDArray
 
-from lumoscore.errors import ConfigError
 from lumoscore.fabric.base import Fabric
 from lumoscore.sim.kernels import fluid_run, solo_run
 from lumoscore.traffic import iteration_flows
@@ -219,22 +218,8 @@ def _solo_run(
     return float(t), glob[order], peak[order], idle[order], start
 
 
-#: Environment variable that sets the default number of threads of a simulation.
-THREADS_ENV = "LUMOS_THREADS"
-
-
 def available_threads() -> int:
-    """The default of the simulator's ``threads``: :data:`THREADS_ENV` if set (sweep workers
-    set it to 1), else every CPU this process may run on.
-
-    Raises :class:`~lumoscore.errors.ConfigError` when the variable is not a whole number
-    >= 1.
-    """
-    env = os.environ.get(THREADS_ENV, "").strip()
-    if env:
-        if not env.isdigit() or int(env) < 1:
-            raise ConfigError(f"{THREADS_ENV} must be a whole number >= 1, got {env!r}")
-        return int(env)
+    """The CPUs this process may run on (the default of the simulator's ``threads``)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - (not Linux)
