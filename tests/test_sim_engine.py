@@ -226,33 +226,6 @@ def test_results_are_deterministic_and_complete(tmp_path) -> None:
         assert (out / name).exists()
 
 
-def test_solo_runs_on_helper_threads_change_nothing(monkeypatch) -> None:
-    """A plan's solo runs on several threads give the same plans and the same results."""
-    import lumoscore.sim.plan as plan_mod
-
-    monkeypatch.setattr(plan_mod, "PARALLEL_MIN_NNZ", 0)  # (even the smallest plans)
-    fab = BottleneckFabric(gpus=512, port_gbps=200, core_gbps=800)
-    big = job(0, 0.0, 256, pp=2, ep=16)
-    gpus = np.random.default_rng(0).permutation(512)[:256]
-    one, three = (build_plan(big, gpus, fab, threads=k) for k in (1, 3))
-    assert len(one.rounds) == 4 and one.iteration_s == three.iteration_s
-    for a, b in zip(one.rounds, three.rounds, strict=True):
-        assert a.solo_s == b.solo_s
-        for name in ("links", "peak_bps", "idle_s"):
-            assert np.array_equal(getattr(a, name), getattr(b, name))
-        for name in ("rate", "bott"):
-            assert np.array_equal(a.start_state[name], b.start_state[name])
-    tr = generate_trace("lumoscore-paper", 30, seed=4, cluster_gpus=512, beta_s=500)
-    assert (
-        Simulator(fab, tr.jobs, threads=1)
-        .run()
-        .jobs.equals(Simulator(fab, tr.jobs, threads=3).run().jobs)
-    )
-    for bad in (0, 1.5, True):
-        with pytest.raises(ConfigError, match="threads must be an integer >= 1"):
-            Simulator(fab, [], threads=bad)
-
-
 def test_too_big_jobs_are_rejected_and_bad_policy_named() -> None:
     res = Simulator(BestFabric(gpus=16), [job(0, 0.0, 32)]).run()
     assert bool(res.jobs["rejected"].iloc[0]) and res.summary["rejected"] == 1

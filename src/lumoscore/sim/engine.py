@@ -54,7 +54,6 @@ from lumoscore.sim.placers import ServerPlacer
 from lumoscore.sim.plan import (
     JobPlan,
     RoundPlan,
-    available_threads,
     build_plan,
     probe_load,
     resolo,
@@ -132,8 +131,8 @@ class Simulator:
     eps : float
         0 (default) for exact max-min rates; > 0 for the (1+eps)-approximate allocation
         (Awerbuch-Shavitt): every rate is within a factor 1+eps below the level it would
-        reach. Reported in the summary. Not a fast path: on contended fabrics it is several
-        times slower than exact (``docs/simulator.md``).
+        reach, flows of a round finish in fewer distinct steps, contended runs are faster.
+        Reported in the summary.
     isolation : bool
         Use the isolated fast path (default). ``False`` simulates every job round by round;
         results are the same (tested), only slower.
@@ -142,10 +141,6 @@ class Simulator:
         since its last checkpoint and goes back to the head of the queue.
     seed : int
         Seed of every random choice of the run (the failure process).
-    threads : int, optional
-        Threads for the solo runs of a starting job's rounds (default: every CPU the process
-        may use). Results do not depend on it; 1 keeps the run on one core (e.g. when a
-        sweep runs one simulation per core).
     """
 
     def __init__(
@@ -160,7 +155,6 @@ class Simulator:
         eps: float = 0.0,
         failures: FailureModel | None = None,
         seed: int = 0,
-        threads: int | None = None,
     ) -> None:
         self.fabric = fabric
         self.jobs = sorted(jobs, key=lambda j: (j.arrival_s, j.job_id))
@@ -187,13 +181,6 @@ class Simulator:
         ):
             raise ConfigError("failures need a placer with fail_gpus() and repair_gpus()")
         self.seed = int(seed)
-        if threads is None:
-            threads = available_threads()
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ConfigError(
-                f"threads must be an integer >= 1 (or None: all CPUs), got {threads!r}"
-            )
-        self.threads = threads
 
     # ------------------------------------------------------------------------------------
     def run(self) -> SimResult:
@@ -563,7 +550,7 @@ class Simulator:
             fluid.touch()
             for run in running.values():
                 if scratch[run.plan.links].any():
-                    run.plan = resolo(run.plan, cap, scratch, eps=eps, threads=self.threads)
+                    run.plan = resolo(run.plan, cap, scratch, eps=eps)
             scratch[change.links] = False
             for jid in change.reroute:
                 if jid in running:
@@ -617,7 +604,7 @@ class Simulator:
 
         def routed(job: Job, gpus: IntArray) -> JobPlan:
             """The job's plan on the fabric as it is now; its flows must be able to finish."""
-            plan = build_plan(job, gpus, fab, eps=eps, link_load=probe_bg, threads=self.threads)
+            plan = build_plan(job, gpus, fab, eps=eps, link_load=probe_bg)
             for r, rp in enumerate(plan.rounds):
                 if not math.isfinite(rp.solo_s):
                     dead = rp.links[cap[rp.links] <= 0.0]

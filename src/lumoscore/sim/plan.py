@@ -7,18 +7,12 @@ the same two GPUs merged), so the NIC of every GPU is modelled exactly.
 :func:`solo_progress` runs the fluid model of one round alone on the fabric: all flows start
 together, rates are max-min fair, a flow leaves when its bytes are sent and the others speed up.
 The round ends with its slowest flow (barrier). Alone, a job's iteration time is therefore
-``sum(compute_s + solo_s)`` over its rounds. The solo runs of a plan's rounds are independent;
-the compiled kernel releases the GIL, so :func:`build_plan` runs them on ``threads`` threads
-(the results do not depend on it).
+``sum(compute_s + solo_s)`` over its rounds.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -32,7 +26,6 @@ from lumoscore.workload.job import REFERENCE_PORT_GBPS, Job
 __all__ = [
     "JobPlan",
     "RoundPlan",
-    "available_threads",
     "build_plan",
     "probe_load",
     "resolo",
@@ -45,9 +38,6 @@ IntArray = NDArray[np.int64]
 
 #: A flow is done when less than this share of its bytes is left (float round-off guard).
 DONE_RTOL = 1e-9
-#: A plan whose rounds cross fewer links in all (route entries) runs them on one thread: for
-#: small rounds, handing work to another thread costs more than it saves.
-PARALLEL_MIN_NNZ = 20_000
 
 
 @dataclass(frozen=True)
@@ -218,60 +208,6 @@ def _solo_run(
     return float(t), glob[order], peak[order], idle[order], start
 
 
-def available_threads() -> int:
-    """The CPUs this process may run on (the default of the simulator's ``threads``)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - (not Linux)
-        return os.cpu_count() or 1
-
-
-_pool: tuple[ThreadPoolExecutor, int] | None = None
-_pool_lock = threading.Lock()
-
-
-def _helpers(n: int) -> ThreadPoolExecutor:
-    """A process-wide pool of at least ``n`` helper threads (grown on demand)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None or _pool[1] < n:
-            if _pool is not None:
-                _pool[0].shutdown(wait=False)
-            _pool = (ThreadPoolExecutor(n, thread_name_prefix="lumos-solo"), n)
-        return _pool[0]
-
-
-RouteArrays = tuple[IntArray, IntArray, FloatArray, FloatArray]
-
-
-def _solo_runs(
-    rounds: Sequence[RouteArrays], capacity: FloatArray, eps: float, threads: int
-) -> list[tuple[float, IntArray, FloatArray, FloatArray, dict[str, NDArray]]]:
-    """:func:`_solo_run` of every round (routes, weights, sizes), on up to ``threads``
-    threads: the calling one and helpers, each given rounds of about equal route length."""
-    nnz = [r[1].size for r in rounds]
-    k = min(threads, len(rounds))
-    if k <= 1 or sum(nnz) < PARALLEL_MIN_NNZ:
-        return [_solo_run(*r, capacity, eps) for r in rounds]
-    bins: list[list[int]] = [[] for _ in range(k)]
-    loads = [0] * k
-    for i in sorted(range(len(rounds)), key=lambda i: -nnz[i]):
-        b = loads.index(min(loads))
-        bins[b].append(i)
-        loads[b] += nnz[i]
-    out: list = [None] * len(rounds)
-
-    def work(which: list[int]) -> None:
-        for i in which:
-            out[i] = _solo_run(*rounds[i], capacity, eps)
-
-    pending = [_helpers(k - 1).submit(work, b) for b in bins[1:]]
-    work(bins[0])
-    for f in pending:
-        f.result()
-    return out
-
-
 def build_plan(
     job: Job,
     gpus: IntArray,
@@ -279,13 +215,11 @@ def build_plan(
     *,
     eps: float = 0.0,
     link_load: FloatArray | None = None,
-    threads: int = 1,
 ) -> JobPlan:
     """Route every round of one iteration of ``job`` placed on ``gpus`` (rank order).
 
     ``link_load`` (fabrics with probing routing): flows other jobs send on each link; probing
-    then steers this job's flows around them (see :func:`probe_load`). ``threads``: threads
-    for the rounds' solo runs (the plan is the same for any number).
+    then steers this job's flows around them (see :func:`probe_load`).
     """
     probing = link_load is not None and getattr(fabric, "routing", None) == "probing"
     # A job's bytes are fixed by its model: its ideal iteration time is at the reference port
@@ -294,7 +228,8 @@ def build_plan(
     schedule = iteration_flows(job, gpus, fabric.spec, aggregate=True, key="gpu")
     slower = REFERENCE_PORT_GBPS / fabric.port_gbps
     cap = fabric.capacity_bps
-    routed: list[RouteArrays] = []
+    rounds = []
+    all_links = []
     base_key = int(job.job_id) << 32
     for r, rnd in enumerate(schedule):
         f = rnd.flows
@@ -307,16 +242,16 @@ def build_plan(
             routes = fabric.routes(src, dst, keys, job_id=job.job_id)
         weight = np.asarray(f.weight, dtype=float)
         size = np.asarray(f.bytes, dtype=float) * 8.0
-        routed.append((routes.indptr, routes.indices, weight, size))
-    rounds = []
-    all_links = []
-    for rnd, arrays, (solo_s, links, peak, idle, start) in zip(
-        schedule, routed, _solo_runs(routed, cap, eps, threads), strict=True
-    ):
+        solo_s, links, peak, idle, start = _solo_run(
+            routes.indptr, routes.indices, weight, size, cap, eps
+        )
         ideal = rnd.ideal_s * slower if rnd.ideal_s is not None else solo_s
         rounds.append(
             RoundPlan(
-                *arrays,
+                routes.indptr,
+                routes.indices,
+                weight,
+                size,
                 float(rnd.compute_s),
                 rnd.tag,
                 float(solo_s),
@@ -355,23 +290,16 @@ def probe_load(plan: JobPlan, n_links: int) -> FloatArray:
 
 
 def resolo(
-    plan: JobPlan,
-    capacity: FloatArray,
-    changed: NDArray[np.bool_],
-    *,
-    eps: float = 0.0,
-    threads: int = 1,
+    plan: JobPlan, capacity: FloatArray, changed: NDArray[np.bool_], *, eps: float = 0.0
 ) -> JobPlan:
     """The plan with the solo times of rounds crossing ``changed`` links recomputed."""
-    redo = [i for i, rp in enumerate(plan.rounds) if rp.solo_s > 0 and changed[rp.links].any()]
-    runs = _solo_runs(
-        [(rp.indptr, rp.indices, rp.weight, rp.bits) for rp in (plan.rounds[i] for i in redo)],
-        capacity,
-        eps,
-        threads,
-    )
-    rounds = list(plan.rounds)
-    for i, (solo_s, _, peak, idle, start) in zip(redo, runs, strict=True):
-        rounds[i] = replace(rounds[i], solo_s=solo_s, peak_bps=peak, idle_s=idle, start_state=start)
+    rounds = []
+    for rp in plan.rounds:
+        if rp.solo_s > 0 and changed[rp.links].any():
+            solo_s, _, peak, idle, start = _solo_run(
+                rp.indptr, rp.indices, rp.weight, rp.bits, capacity, eps
+            )
+            rp = replace(rp, solo_s=solo_s, peak_bps=peak, idle_s=idle, start_state=start)
+        rounds.append(rp)
     iteration_s = float(sum(r.compute_s + r.solo_s for r in rounds))
     return replace(plan, rounds=tuple(rounds), iteration_s=iteration_s)
