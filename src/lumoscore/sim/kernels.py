@@ -1097,7 +1097,7 @@ def fluid_run(
     return t, rem, glob, peak, rate, bott, idle
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True)
 def solo_run(
     f_ptr: IntArray,
     f_idx: IntArray,
@@ -1110,6 +1110,5 @@ def solo_run(
     float, FloatArray, IntArray, FloatArray, FloatArray, IntArray, FloatArray, FloatArray, IntArray
 ]:  # pragma: no cover - compiled
     """:func:`fluid_run` of flows from their full ``size`` to the end, and also every flow's
-    rate and bottleneck link at time 0 (0 and -1 for flows that end at once). Releases the
-    GIL: the rounds of a plan run on several threads (:func:`~lumoscore.sim.plan.build_plan`)."""
+    rate and bottleneck link at time 0 (0 and -1 for flows that end at once)."""
     return _run(f_ptr, f_idx, weight, size, size, capacity, np.inf, done_rtol, grow, True)
