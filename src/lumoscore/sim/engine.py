@@ -131,8 +131,8 @@ class Simulator:
     eps : float
         0 (default) for exact max-min rates; > 0 for the (1+eps)-approximate allocation
         (Awerbuch-Shavitt): every rate is within a factor 1+eps below the level it would
-        reach, flows of a round finish in fewer distinct steps, contended runs are faster.
-        Reported in the summary.
+        reach. Reported in the summary. Not a fast path: on contended fabrics it is several
+        times slower than exact (``docs/simulator.md``).
     isolation : bool
         Use the isolated fast path (default). ``False`` simulates every job round by round;
         results are the same (tested), only slower.
