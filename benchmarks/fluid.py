@@ -11,7 +11,9 @@ Nothing is random: the figures repeat exactly (the time varies with the machine)
 Target: on ``clos-25.6T-3tier`` such overlaps take about half of the 20-24 s of the 1000-job
 4096-GPU run; for that run to meet issue 6's 10 s they must get about ten times cheaper, so
 the target is a tenth of this overlap's wall time when the benchmark was written (0.15-0.19 s
-on the 2-core machine, fastest of 3-5 runs). It is not met yet.
+on the 2-core machine, fastest of 3-5 runs). It is not met yet (0.14-0.16 s after session 7's
+cheaper refills: the work is in the flows' hundreds of thousands of rate changes, see
+docs/simulator.md).
 
 Usage: ``python benchmarks/fluid.py [--repeat R]``; the last line is one JSON object
 ``{"figures", "targets", "met"}``.
