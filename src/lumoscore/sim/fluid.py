@@ -90,6 +90,10 @@ class _Detached:
     rates: FloatArray | None
     bott: IntArray | None
 
+    def last_end(self) -> float:
+        """When the last of the parts still detached ends alone."""
+        return self.started_s + float(self.part_end[self.detached].max())
+
 
 def _grown(a: np.ndarray, used: int, need: int) -> np.ndarray:
     """``a`` with room for ``need`` entries (capacity doubled), its first ``used`` kept."""
@@ -293,13 +297,13 @@ class FluidSet:
             return None
         detached = ~solve
         mark_parts(rp.links, link_part, detached, self._buf[LROWS], self._detached_on, s)
-        end_s = started_s + float(part_end[detached].max())
         g = _Detached(
-            s, rp, lab, part_end, link_part, detached, started_s, end_s, self.clock_s, rem,
+            s, rp, lab, part_end, link_part, detached, started_s, math.inf, self.clock_s, rem,
             rates, bott,
         )  # fmt: skip
+        g.end_s = g.last_end()
         self._groups[s] = g
-        heapq.heappush(self._ends, (end_s, s))
+        heapq.heappush(self._ends, (g.end_s, s))
         self.live[s] += 1  # the detached parts, until they end or join
         self._n_detached += int(detached.sum())
         return g
@@ -406,7 +410,7 @@ class FluidSet:
         if not g.detached.any():
             self._end_group(g)
         else:
-            end_s = g.started_s + float(g.part_end[g.detached].max())
+            end_s = g.last_end()
             if end_s < g.end_s:
                 g.end_s = end_s
                 heapq.heappush(self._ends, (end_s, s))
