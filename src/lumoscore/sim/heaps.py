@@ -13,8 +13,9 @@ Examples
 >>> for item, key in [(0, 5.0), (1, 2.0), (2, 9.0)]:
 ...     heap_set(hp, hk, pos, size, item, key)
 >>> heap_set(hp, hk, pos, size, 2, 1.0)  # a key changes
->>> [int(heap_pop(hp, hk, pos, size)) for _ in range(3)]
-[2, 1, 0]
+>>> heap_remove(hp, hk, pos, size, 1)
+>>> [int(heap_pop(hp, hk, pos, size)) for _ in range(2)]
+[2, 0]
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["fresh_top", "heap_pop", "heap_set", "sift_down", "sift_up"]
+__all__ = ["fresh_top", "heap_pop", "heap_remove", "heap_set", "sift_down", "sift_up"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -100,6 +101,23 @@ def heap_pop(
     if n > 0:
         sift_down(hp, hk, pos, 0, hp[n], hk[n], n)
     return f
+
+
+@numba.njit(cache=True)
+def heap_remove(
+    hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray, f: int
+) -> None:  # pragma: no cover - compiled
+    """Take item ``f`` (in the heap) out: the last item fills its hole."""
+    i = pos[f]
+    pos[f] = -1
+    n = size[0] - 1
+    size[0] = n
+    if i < n:
+        g, k = hp[n], hk[n]
+        if i > 0 and hk[(i - 1) >> 1] > k:
+            sift_up(hp, hk, pos, i, g, k)
+        else:
+            sift_down(hp, hk, pos, i, g, k, n)
 
 
 @numba.njit(cache=True)

@@ -19,8 +19,10 @@ proportional to the flows whose rate actually changes, not to all flows in fligh
   So only the flows at or above ``r`` are refilled (:data:`REFILL_MARGIN` absorbs float
   round-off); flows are kept sorted by rate, so they are a suffix found by binary search.
 * **Finish times, not remaining bytes.** Each flow keeps its remaining bits at the time its rate
-  was last set and its finish time, in a binary heap; nothing is touched for the flows whose
-  rate did not change.
+  was last set and its finish time; nothing is touched for the flows whose rate did not change.
+  Flows whose finish times are set together and are equal (rows frozen at one level with the
+  same bits left, a round's flows at their start rates) form one *finish group*, one entry of a
+  binary heap: flows that end together cost one heap operation, not one each.
 
 :func:`fluid_run` runs one set of flows that start together (a round alone on the fabric);
 :func:`fluid_advance` runs the shared in-flight flows of several jobs ahead in time until the
@@ -45,7 +47,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from lumoscore.sim.heaps import fresh_top, heap_pop, heap_set
+from lumoscore.sim.heaps import fresh_top, heap_pop, heap_remove, heap_set
 from lumoscore.sim.maxmin import _compact
 
 __all__ = [
@@ -78,17 +80,20 @@ LEVEL_RTOL = 1e-12
 RATES_VALID, REFILL, FULL_SOLVE = 0, 1, 2
 
 #: Per-row and per-link state of a fluid set (see :func:`new_state`), in this order. Per row:
-#: rate, rem0 (remaining bits at t0), t0, fin (finish time), heap, pos (heap position or -1),
-#: order (rows by rate; kept in (1+eps) mode only), bott (the saturated link that froze the
-#: row's rate: its bottleneck certificate, -1 if none), rmark (scratch stamps), hkey (the
-#: finish-time heap's keys by heap position). Per link:
+#: rate, rem0 (remaining bits at t0), t0, fin (finish time), heap (finish groups by heap
+#: position), pos (heap position of each finish group or -1), order (rows by rate; kept in
+#: (1+eps) mode only), bott (the saturated link that froze the row's rate: its bottleneck
+#: certificate, -1 if none), rmark (scratch stamps), hkey (the heap's keys, finish times, by
+#: heap position), grp (finish group of each row, -1 if none: finished, or never finishing),
+#: gnext and gprev (the rows of a group as a doubly linked list), ghead (first row of each
+#: group, -1 if none), gfree (stack of free group numbers). Per link:
 #: link_load (bit/s on each link), local (scratch: local number of each link, -1), peak (the
 #: highest load each link has carried), lmark (scratch stamps), touched (links whose load fell
 #: since the last solve), tmark (1 if listed in touched), chk (scratch), nb (alive rows whose
 #: bottleneck is the link), smark and slist (scratch), lrows (alive rows crossing the link).
 #: Last, meta
-#: (int64[9]): heap size, order length, solves, rows refilled, stamp, touched count, closure
-#: fall-backs, closure rounds, rows alive.
+#: (int64[11]): heap size, order length, solves, rows refilled, stamp, touched count, closure
+#: fall-backs, closure rounds, rows alive, free group numbers stacked, group numbers used.
 FluidState = tuple[
     FloatArray,
     FloatArray,
@@ -100,6 +105,11 @@ FluidState = tuple[
     IntArray,
     IntArray,
     FloatArray,
+    IntArray,
+    IntArray,
+    IntArray,
+    IntArray,
+    IntArray,
     FloatArray,
     IntArray,
     FloatArray,
@@ -118,14 +128,28 @@ FluidState = tuple[
 RowBuffers = tuple[IntArray, IntArray, FloatArray, FloatArray, BoolArray, IntArray, IntArray]
 #: The first ``ROW_FIELDS`` entries of a :data:`FluidState` are per row, the next
 #: ``LINK_FIELDS`` per link, the last is ``meta``.
-ROW_FIELDS, LINK_FIELDS = 10, 11
-RATE, REM0, T0, FIN, HEAP, POS, ORDER, BOTT, RMARK, HKEY = range(ROW_FIELDS)
+ROW_FIELDS, LINK_FIELDS = 15, 11
+RATE, REM0, T0, FIN, HEAP, POS, ORDER, BOTT, RMARK, HKEY, GRP, GNEXT, GPREV, GHEAD, GFREE = range(
+    ROW_FIELDS
+)
 LOAD, LOCAL, PEAK, LMARK, TOUCHED, TMARK, CHK, NB, SMARK, SLIST, LROWS = range(
     ROW_FIELDS, ROW_FIELDS + LINK_FIELDS
 )
 META = ROW_FIELDS + LINK_FIELDS
 #: ``meta`` entries.
-M_HEAP, M_ORDER, M_SOLVES, M_REFILLED, M_STAMP, M_TOUCHED, M_FALLBACKS, M_ROUNDS, M_ALIVE = range(9)
+(
+    M_HEAP,
+    M_ORDER,
+    M_SOLVES,
+    M_REFILLED,
+    M_STAMP,
+    M_TOUCHED,
+    M_FALLBACKS,
+    M_ROUNDS,
+    M_ALIVE,
+    M_GFREE,
+    M_GTOP,
+) = range(11)
 #: Relative tolerance of the bottleneck certificates (a link counts as saturated when its load
 #: is within it of the capacity; a rate as the link's largest within it).
 CERT_RTOL = 1e-9
@@ -145,6 +169,11 @@ def new_state(n_rows: int, n_links: int) -> FluidState:  # pragma: no cover - co
         np.full(n_rows, -1, dtype=np.int64),
         np.zeros(n_rows, dtype=np.int64),
         np.zeros(n_rows),
+        np.full(n_rows, -1, dtype=np.int64),
+        np.zeros(n_rows, dtype=np.int64),
+        np.zeros(n_rows, dtype=np.int64),
+        np.full(n_rows, -1, dtype=np.int64),
+        np.zeros(n_rows, dtype=np.int64),
         np.zeros(n_links),
         np.full(n_links, -1, dtype=np.int64),
         np.zeros(n_links),
@@ -156,7 +185,7 @@ def new_state(n_rows: int, n_links: int) -> FluidState:  # pragma: no cover - co
         np.zeros(n_links, dtype=np.int64),
         np.zeros(n_links, dtype=np.int64),
         np.zeros(n_links, dtype=np.int64),
-        np.zeros(9, dtype=np.int64),
+        np.zeros(11, dtype=np.int64),
     )
 
 
@@ -206,7 +235,7 @@ def append_round(
     f_ptr, c_idx, weight, size, alive, slot, row_of = rows
     lhead, lnext, lrow = lists
     warm = rates.size > 0
-    rate, rem0, t0, fin, pos, bott = st[RATE], st[REM0], st[T0], st[FIN], st[POS], st[BOTT]
+    rate, rem0, t0, fin, grp, bott = st[RATE], st[REM0], st[T0], st[FIN], st[GRP], st[BOTT]
     rmark = st[RMARK]
     f = n
     nnz = f_ptr[n]
@@ -227,7 +256,7 @@ def append_round(
         rem0[f] = remaining[i]
         t0[f] = clock_s
         fin[f] = np.inf
-        pos[f] = -1
+        grp[f] = -1
         rmark[f] = 0
         f += 1
     link_lists_append(f_ptr, c_idx, lhead, lnext, lrow, n, f)
@@ -307,10 +336,96 @@ def link_lists(
 
 
 @numba.njit(cache=True)
-def _finish_at(st: FluidState, f: int, t: float) -> None:  # pragma: no cover - compiled
-    """Row ``f`` finishes at ``t``: its finish time and its entry in the finish-time heap."""
-    st[FIN][f] = t
-    heap_set(st[HEAP], st[HKEY], st[POS], st[META], f, t)
+def _unlink(
+    grp: IntArray, gnext: IntArray, gprev: IntArray, ghead: IntArray, f: int
+) -> int:  # pragma: no cover - compiled
+    """Take row ``f`` out of its finish group: the group's number if that left it empty (it
+    must leave the heap, :func:`_drop_group`), else -1. (Small and taking arrays, not the
+    state tuple, so that it compiles inline: a call per row costs as much as its work.)"""
+    gid = grp[f]
+    if gid < 0:
+        return -1
+    nx, pv = gnext[f], gprev[f]
+    if pv >= 0:
+        gnext[pv] = nx
+    else:
+        ghead[gid] = nx
+    if nx >= 0:
+        gprev[nx] = pv
+    grp[f] = -1
+    return gid if ghead[gid] < 0 else -1
+
+
+@numba.njit(cache=True)
+def _drop_group(
+    hp: IntArray, hkey: FloatArray, pos: IntArray, gfree: IntArray, meta: IntArray, gid: int
+) -> None:  # pragma: no cover - compiled
+    """An empty finish group leaves the heap; its number is free again."""
+    heap_remove(hp, hkey, pos, meta, gid)
+    gfree[meta[M_GFREE]] = gid
+    meta[M_GFREE] += 1
+
+
+@numba.njit(cache=True)
+def _reset_groups(st: FluidState) -> None:  # pragma: no cover - compiled
+    """Empty the finish-time heap: no row is in a finish group."""
+    meta = st[META]
+    meta[M_HEAP] = 0
+    meta[M_GFREE] = 0
+    meta[M_GTOP] = 0
+    st[GRP][:] = -1
+
+
+@numba.njit(cache=True)
+def _group_rows(st: FluidState, rows: IntArray, times: FloatArray) -> None:  # pragma: no cover
+    """Rows ``rows`` (distinct) finish at ``times``: each leaves its finish group and joins a
+    new one with the rows of this call that finish at the same time (one heap entry per
+    distinct time; rows that never finish join none)."""
+    fin, grp, gnext, gprev, ghead = st[FIN], st[GRP], st[GNEXT], st[GPREV], st[GHEAD]
+    hp, hkey, pos, gfree, meta = st[HEAP], st[HKEY], st[POS], st[GFREE], st[META]
+    k = rows.size
+    size = 8
+    while size < 2 * k:
+        size *= 2
+    mask = size - 1
+    keys = np.empty(size)  # open addressing: time -> group made by this call
+    gids = np.full(size, -1, dtype=np.int64)
+    bits = np.empty(1)
+    as_int = bits.view(np.int64)
+    for i in range(k):
+        f = rows[i]
+        t = times[i]
+        gone = _unlink(grp, gnext, gprev, ghead, f)
+        if gone >= 0:
+            _drop_group(hp, hkey, pos, gfree, meta, gone)
+        fin[f] = t
+        if not t < np.inf:
+            continue
+        bits[0] = t
+        b = as_int[0]
+        h = ((b ^ (b >> 29)) * 0x2545F491) & mask
+        while gids[h] >= 0 and keys[h] != t:
+            h = (h + 1) & mask
+        gid = gids[h]
+        if gid < 0:
+            if meta[M_GFREE] > 0:
+                meta[M_GFREE] -= 1
+                gid = gfree[meta[M_GFREE]]
+            else:
+                gid = meta[M_GTOP]
+                meta[M_GTOP] += 1
+            gids[h] = gid
+            keys[h] = t
+            ghead[gid] = -1
+            pos[gid] = -1
+            heap_set(hp, hkey, pos, meta, gid, t)
+        nx = ghead[gid]
+        gnext[f] = nx
+        gprev[f] = -1
+        if nx >= 0:
+            gprev[nx] = f
+        ghead[gid] = f
+        grp[f] = gid
 
 
 @numba.njit(cache=True)
@@ -427,9 +542,11 @@ def _refill(
 def _finish_rows(st: FluidState, rows: IntArray, clock_s: float) -> None:  # pragma: no cover
     """Finish times of ``rows`` from their rates and the bits they have left at ``clock_s``."""
     rate, rem0 = st[RATE], st[REM0]
-    for f in rows:
-        r = rate[f]
-        _finish_at(st, f, clock_s + rem0[f] / r if r > 0.0 else np.inf)
+    times = np.empty(rows.size)
+    for i in range(rows.size):
+        r = rate[rows[i]]
+        times[i] = clock_s + rem0[rows[i]] / r if r > 0.0 else np.inf
+    _group_rows(st, rows, times)
 
 
 @numba.njit(cache=True)
@@ -638,7 +755,7 @@ def _closure(
     scratch) when ``S`` would exceed ``limit`` rows.
     """
     rate, bott, rmark, local = st[RATE], st[BOTT], st[RMARK], st[LOCAL]
-    rem0, link_load, lmark, touched, tmark = st[REM0], st[LOAD], st[LMARK], st[TOUCHED], st[TMARK]
+    link_load, lmark, touched, tmark = st[LOAD], st[LMARK], st[TOUCHED], st[TMARK]
     nb, smark, meta = st[NB], st[SMARK], st[META]
     meta[M_STAMP] += 1
     stamp = meta[M_STAMP]
@@ -654,6 +771,8 @@ def _closure(
     meta[M_TOUCHED] = 0
     S = np.empty(min(limit, 64), dtype=np.int64)
     ns = 0
+    warm = np.empty(alive.size - new_from, dtype=np.int64)
+    n_warm = 0
     for g in range(new_from, alive.size):
         if not alive[g]:
             continue
@@ -665,12 +784,14 @@ def _closure(
                 q = c_idx[j]
                 link_load[q] += weight[g] * r
                 nt = _enlist_link(tl, nt, lmark, stamp, q)
-            _finish_at(st, g, clock_s + rem0[g] / r)
+            warm[n_warm] = g
+            n_warm += 1
             continue
         bott[g] = -1
         S, ns = _enlist(S, ns, rmark, stamp, g, limit)
         if ns < 0:
             return False
+    _finish_rows(st, warm[:n_warm], clock_s)
     # links crossed by S (their peaks are recorded at the end)
     sl = st[SLIST]
     n_sl = 0
@@ -813,7 +934,7 @@ def _solve(
     clock_s: float,
     grow: float,
 ) -> None:  # pragma: no cover - compiled
-    rate, pos, order, link_load, meta = st[RATE], st[POS], st[ORDER], st[LOAD], st[META]
+    rate, order, link_load, meta = st[RATE], st[ORDER], st[LOAD], st[META]
     meta[M_SOLVES] += 1
     if mode == REFILL:
         if grow > 1.0:
@@ -832,10 +953,9 @@ def _solve(
     meta[M_TOUCHED] = 0
     link_load[:] = 0.0
     st[NB][:] = 0
-    meta[M_HEAP] = 0
+    _reset_groups(st)
     n = 0
     for f in range(alive.size):
-        pos[f] = -1
         st[BOTT][f] = -1
         if alive[f]:
             # rows keep their (rem0, t0, rate) history; zero rate = nothing sent since t0
@@ -885,8 +1005,8 @@ def fluid_advance(
 
     Returns ``(clock_s, mode, r_min, round_done)``.
     """
-    rate, fin, hp, pos, bott, nb = st[RATE], st[FIN], st[HEAP], st[POS], st[BOTT], st[NB]
-    hkey = st[HKEY]
+    rate, hp, hkey, pos, bott, nb = st[RATE], st[HEAP], st[HKEY], st[POS], st[BOTT], st[NB]
+    grp, gnext, gprev, ghead, gfree = st[GRP], st[GNEXT], st[GPREV], st[GHEAD], st[GFREE]
     link_load, touched, tmark, meta = st[LOAD], st[TOUCHED], st[TMARK], st[META]
     lrows = st[LROWS]
     while True:
@@ -910,8 +1030,9 @@ def fluid_advance(
             new_from = alive.size
             mode = RATES_VALID
             r_min = np.inf
-        if meta[M_HEAP] == 0 or hkey[0] > until_s or not hkey[0] < np.inf:
-            # (rows left at rate 0, on links of no capacity, never finish)
+        if meta[M_HEAP] == 0 or hkey[0] > until_s:
+            # (rows left at rate 0, on links of no capacity, never finish: they are in no
+            # finish group)
             if until_s < np.inf:
                 clock_s = max(clock_s, until_s)
             return clock_s, mode, r_min, False
@@ -919,33 +1040,40 @@ def fluid_advance(
         dt = t_next - clock_s
         clock_s = t_next
         done = False
-        while meta[M_HEAP] > 0:
-            g = hp[0]
-            r = rate[g]
-            if not fin[g] < np.inf or (
-                r < np.inf and r * (fin[g] - clock_s) > size[g] * done_rtol + r * dt * 1e-12
-            ):
-                break
-            heap_pop(hp, hkey, pos, meta)
-            alive[g] = False
-            meta[M_ALIVE] -= 1
-            if bott[g] >= 0:
-                nb[bott[g]] -= 1
-            sending = r > 0.0 and r < np.inf
-            for j in range(f_ptr[g], f_ptr[g + 1]):
-                q = c_idx[j]
-                lrows[q] -= 1
-                if sending:
-                    link_load[q] -= weight[g] * r
-                    if tmark[q] == 0:
-                        tmark[q] = 1
-                        touched[meta[M_TOUCHED]] = q
-                        meta[M_TOUCHED] += 1
-            live[slot[g]] -= 1
-            if live[slot[g]] == 0:
-                done = True
-            if r < r_min:
-                r_min = r
+        stay = False  # a row of the group at the top ends later than within the tolerance
+        while meta[M_HEAP] > 0 and not stay:
+            t = hkey[0]
+            g = ghead[hp[0]]
+            while g >= 0:
+                f = g
+                g = gnext[g]
+                r = rate[f]
+                if r < np.inf and r * (t - clock_s) > size[f] * done_rtol + r * dt * 1e-12:
+                    stay = True
+                    continue
+                # row f has sent its last bit
+                gone = _unlink(grp, gnext, gprev, ghead, f)
+                if gone >= 0:
+                    _drop_group(hp, hkey, pos, gfree, meta, gone)
+                alive[f] = False
+                meta[M_ALIVE] -= 1
+                if bott[f] >= 0:
+                    nb[bott[f]] -= 1
+                sending = r > 0.0 and r < np.inf
+                for j in range(f_ptr[f], f_ptr[f + 1]):
+                    q = c_idx[j]
+                    lrows[q] -= 1
+                    if sending:
+                        link_load[q] -= weight[f] * r
+                        if tmark[q] == 0:
+                            tmark[q] = 1
+                            touched[meta[M_TOUCHED]] = q
+                            meta[M_TOUCHED] += 1
+                live[slot[f]] -= 1
+                if live[slot[f]] == 0:
+                    done = True
+                if r < r_min:
+                    r_min = r
         if grow == 1.0:
             # exact sets: only links on which some row is still certified can break a
             # certificate; with none, the rates stay max-min fair
@@ -966,13 +1094,10 @@ def fluid_advance(
 
 @numba.njit(cache=True)
 def rebuild_heap(alive: BoolArray, st: FluidState) -> None:  # pragma: no cover - compiled
-    """Put every alive row back into the finish-time heap (after rows were renumbered)."""
-    fin, meta = st[FIN], st[META]
-    meta[M_HEAP] = 0
-    st[POS][:] = -1
-    for f in range(alive.size):
-        if alive[f]:
-            _finish_at(st, f, fin[f])
+    """Put every alive row back into a finish group (after rows were renumbered)."""
+    _reset_groups(st)
+    rows = np.flatnonzero(alive)
+    _group_rows(st, rows, st[FIN][rows])
 
 
 @numba.njit(cache=True)
