@@ -605,6 +605,14 @@ def _refill_suffix(
 
 
 @numba.njit(cache=True)
+def _doubled(buf: IntArray) -> IntArray:  # pragma: no cover - compiled
+    """``buf`` copied into an array twice its size."""
+    bigger = np.empty(2 * buf.size, dtype=np.int64)
+    bigger[: buf.size] = buf
+    return bigger
+
+
+@numba.njit(cache=True)
 def _push(
     buf: IntArray, n: int, x: int, limit: int
 ) -> tuple[IntArray, int]:  # pragma: no cover - compiled
@@ -892,7 +900,10 @@ def _closure(
                             if bott[g] == q and r > s_lev:
                                 s_lev = r
                         else:
-                            cand, n_cand = _push(cand, n_cand, g, alive.size)
+                            if n_cand == cand.size:
+                                cand = _doubled(cand)
+                            cand[n_cand] = g
+                            n_cand += 1
                     prev = z
                 elif prev < 0:
                     lhead[q] = nxt
