@@ -126,23 +126,22 @@ def fresh_top(
     lev: FloatArray,
     lpos: IntArray,
     lsz: IntArray,
-    links: IntArray,
     cap: FloatArray,
-    link_load: FloatArray,
+    load: FloatArray,
     n_act: FloatArray,
     floor: FloatArray,
 ) -> bool:  # pragma: no cover - compiled
     """Bring the key at the top of a progressive filling's link heap up to date: a link whose
     fill level ``(cap - load) / n_act`` rose sinks to its place, a link left with no active
-    flow (``n_act <= floor``) leaves. Heap items are local link numbers, ``links`` their
-    ids in ``cap`` and ``link_load``. Returns False when the heap is empty."""
+    flow (``n_act <= floor``) leaves. Heap items are link numbers into ``cap``, ``load``,
+    ``n_act`` and ``floor``. Returns False when the heap is empty."""
     while lsz[0] > 0:
         q = lhp[0]
         if n_act[q] <= floor[q]:
             n_act[q] = 0.0
             heap_pop(lhp, lev, lpos, lsz)
             continue
-        level = (cap[links[q]] - link_load[links[q]]) / n_act[q]
+        level = (cap[q] - load[q]) / n_act[q]
         if level <= lev[0]:  # (up to round-off: it never falls)
             lev[0] = level
             return True

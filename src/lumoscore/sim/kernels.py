@@ -442,7 +442,11 @@ def _refill(
 ) -> IntArray:  # pragma: no cover - compiled
     """Progressive filling of ``rows`` (alive) with the load of every other row frozen in
     ``link_load``; sets their rates, bottleneck links and (``finish``) finish times. Returns
-    the links the rows cross."""
+    the links the rows cross.
+
+    The filling works on local copies: the links the rows cross are numbered ``0..m-1``
+    (their capacity and load copied, the load written back at the end) and each route entry
+    keeps its local link, so the passes over the rows read compact arrays."""
     rate, rem0, t0 = st[RATE], st[REM0], st[T0]
     bott, link_load, local, nb, meta = st[BOTT], st[LOAD], st[LOCAL], st[NB], st[META]
     k = rows.size
@@ -450,9 +454,17 @@ def _refill(
     nnz = 0
     for f in rows:
         nnz += f_ptr[f + 1] - f_ptr[f]
-    links = np.empty(min(nnz, cap.size), dtype=np.int64)
+    m_max = min(nnz, cap.size)
+    links = np.empty(m_max, dtype=np.int64)
+    n_act = np.zeros(m_max)
+    l_ptr = np.zeros(m_max + 1, dtype=np.int64)
+    loc = np.empty(nnz, dtype=np.int64)  # local link of each route entry, row by row
+    r_ptr = np.empty(k + 1, dtype=np.int64)
+    r_ptr[0] = 0
     m = 0
-    for f in rows:
+    e = 0
+    for i in range(k):
+        f = rows[i]
         if bott[f] >= 0:
             nb[bott[f]] -= 1
         r_old = rate[f]
@@ -460,29 +472,33 @@ def _refill(
         if sending:
             rem0[f] = max(rem0[f] - r_old * (clock_s - t0[f]), 0.0)
         t0[f] = clock_s
+        w = weight[f]
         for j in range(f_ptr[f], f_ptr[f + 1]):
             l = c_idx[j]
             if sending:
-                link_load[l] -= weight[f] * r_old
-            if local[l] < 0:
+                link_load[l] -= w * r_old
+            q = local[l]
+            if q < 0:
+                q = m
                 local[l] = m
                 links[m] = l
                 m += 1
-    n_act = np.zeros(m)
-    l_ptr = np.zeros(m + 1, dtype=np.int64)
-    for f in rows:
-        for j in range(f_ptr[f], f_ptr[f + 1]):
-            q = local[c_idx[j]]
-            n_act[q] += weight[f]
+            loc[e] = q
+            e += 1
+            n_act[q] += w
             l_ptr[q + 1] += 1
+        r_ptr[i + 1] = e
+    load = np.empty(m)
+    lcap = np.empty(m)
     for q in range(m):
+        load[q] = link_load[links[q]]
+        lcap[q] = cap[links[q]]
         l_ptr[q + 1] += l_ptr[q]
-    fill = l_ptr[:-1].copy()
+    fill = l_ptr[:m].copy()
     l_rows = np.empty(nnz, dtype=np.int64)
     for i in range(k):
-        f = rows[i]
-        for j in range(f_ptr[f], f_ptr[f + 1]):
-            q = local[c_idx[j]]
+        for e in range(r_ptr[i], r_ptr[i + 1]):
+            q = loc[e]
             l_rows[fill[q]] = i
             fill[q] += 1
     # progressive filling. The links' fill levels sit in a heap. A level never decreases (a
@@ -494,13 +510,12 @@ def _refill(
     lpos = np.full(m, -1, dtype=np.int64)
     lsz = np.zeros(1, dtype=np.int64)
     for q in range(m):
-        c = cap[links[q]]
-        if n_act[q] > 0.0 and c < np.inf:
-            heap_set(lhp, lev, lpos, lsz, q, (c - link_load[links[q]]) / n_act[q])
+        if n_act[q] > 0.0 and lcap[q] < np.inf:
+            heap_set(lhp, lev, lpos, lsz, q, (lcap[q] - load[q]) / n_act[q])
     active = np.ones(k, dtype=np.bool_)
     left = k
     sat = np.empty(m, dtype=np.int64)
-    while left > 0 and fresh_top(lhp, lev, lpos, lsz, links, cap, link_load, n_act, floor):
+    while left > 0 and fresh_top(lhp, lev, lpos, lsz, lcap, load, n_act, floor):
         t = lev[0]
         if t < 0.0:
             t = 0.0
@@ -509,7 +524,7 @@ def _refill(
         while lev[0] <= thresh:
             sat[n_sat] = heap_pop(lhp, lev, lpos, lsz)
             n_sat += 1
-            if not fresh_top(lhp, lev, lpos, lsz, links, cap, link_load, n_act, floor):
+            if not fresh_top(lhp, lev, lpos, lsz, lcap, load, n_act, floor):
                 break
         for i in range(n_sat):
             q = sat[i]
@@ -522,16 +537,18 @@ def _refill(
                     rate[f] = t
                     bott[f] = links[q]
                     nb[links[q]] += 1
-                    for j in range(f_ptr[f], f_ptr[f + 1]):
-                        l2 = c_idx[j]
-                        n_act[local[l2]] -= weight[f]
-                        link_load[l2] += weight[f] * t
+                    w = weight[f]
+                    for e in range(r_ptr[r], r_ptr[r + 1]):
+                        q2 = loc[e]
+                        n_act[q2] -= w
+                        load[q2] += w * t
     for i in range(k):
         if active[i]:
             rate[rows[i]] = np.inf
             bott[rows[i]] = -1
 
     for q in range(m):
+        link_load[links[q]] = load[q]
         local[links[q]] = -1
     if finish:
         _finish_rows(st, rows, clock_s)

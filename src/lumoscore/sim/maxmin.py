@@ -252,7 +252,6 @@ def _fill(
             left += 1
     levels = 0
     # open links by fill level; levels only rise, so keys are lower bounds (see fresh_top)
-    ids = np.arange(n_links)
     lev = np.empty(n_links)
     hp = np.empty(n_links, dtype=np.int64)
     pos = np.full(n_links, -1, dtype=np.int64)
@@ -263,7 +262,7 @@ def _fill(
     sat = np.empty(n_links, dtype=np.int64)
     while left > 0:
         t = np.inf
-        if fresh_top(hp, lev, pos, size, ids, cap, load, n_act, floor):
+        if fresh_top(hp, lev, pos, size, cap, load, n_act, floor):
             t = lev[0]
         while next_cap < n_flows and not active[by_cap[next_cap]]:
             next_cap += 1
@@ -274,7 +273,7 @@ def _fill(
         levels += 1
         thresh = t * grow * (1.0 + rtol)
         n_sat = 0
-        while fresh_top(hp, lev, pos, size, ids, cap, load, n_act, floor) and lev[0] <= thresh:
+        while fresh_top(hp, lev, pos, size, cap, load, n_act, floor) and lev[0] <= thresh:
             sat[n_sat] = heap_pop(hp, lev, pos, size)
             n_sat += 1
         for i in range(n_sat):
