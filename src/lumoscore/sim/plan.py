@@ -263,7 +263,10 @@ def build_plan(
             )
         )
         all_links.append(links)  # (sorted, each once)
-    links = np.unique(np.concatenate(all_links)) if all_links else np.zeros(0, np.int64)
+    used = np.zeros(cap.size, dtype=bool)  # (a mask, not a sort of every round's links)
+    for ls in all_links:
+        used[ls] = True
+    links = np.flatnonzero(used)
     iteration_s = float(sum(r.compute_s + r.solo_s for r in rounds))
     return JobPlan(int(job.job_id), tuple(rounds), links, iteration_s)
 
