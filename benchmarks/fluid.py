@@ -1,19 +1,20 @@
 """Shared fluid set benchmark: two big expert-parallel rounds of different jobs overlapping.
 
 This is where the exact simulator spends its time on the 3-tier Clos presets
-(docs/simulator.md, Performance): alone, every flow of such an all-to-all round ends at the
-same instant; two of them on shared core links end at thousands of distinct times, each a
-re-solve. Two 1024-GPU jobs of the ``lumoscore-paper`` workload (expert-parallel groups of 16
-and 32 GPUs) are placed on alternate servers of ``clos-25.6T-3tier`` at 4096 GPUs; their biggest
-rounds start together in one :class:`~lumoscore.sim.fluid.FluidSet` and run to the end.
+(docs/simulator.md, Performance): alone, such an all-to-all round needs one solve (the flows
+certified on a link end together); two of them on shared core links end at thousands of
+distinct times, each a re-solve. Two 1024-GPU jobs of the ``lumoscore-paper`` workload
+(expert-parallel groups of 16 and 32 GPUs) are placed on alternate servers of
+``clos-25.6T-3tier`` at 4096 GPUs; their biggest rounds start together in one
+:class:`~lumoscore.sim.fluid.FluidSet` and run to the end.
 Nothing is random: the figures repeat exactly (the time varies with the machine).
 
 Target: on ``clos-25.6T-3tier`` such overlaps take about half of the 20-24 s of the 1000-job
 4096-GPU run; for that run to meet issue 6's 10 s they must get about ten times cheaper, so
 the target is a tenth of this overlap's wall time when the benchmark was written (0.15-0.19 s
 on the 2-core machine, fastest of 3-5 runs). It is not met yet (0.14-0.16 s after session 7's
-cheaper refills: the work is in the flows' hundreds of thousands of rate changes, see
-docs/simulator.md).
+cheaper refills, 0.13 s after session 8's finish groups: the work is in the flows' hundreds of
+thousands of rate changes, see docs/simulator.md).
 
 Usage: ``python benchmarks/fluid.py [--repeat R]``; the last line is one JSON object
 ``{"figures", "targets", "met"}``.
