@@ -2,8 +2,9 @@
 
 A heap holds items ``hp`` and their keys ``hk`` by position (keys side by side: sifting reads
 no item's data), ``pos`` maps every item to its position (-1 if absent) and ``size[0]`` is
-the number of items. :func:`fresh_top` serves fillings whose link levels only rise: keys are
-lower bounds, brought up to date when a link reaches the top.
+the number of items. :func:`open_links` and :func:`fresh_top` serve progressive fillings:
+a link's key is its fill level ``(cap - load) / n_act``; levels only rise, so keys are lower
+bounds, brought up to date when a link reaches the top.
 
 Examples
 --------
@@ -24,7 +25,15 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["fresh_top", "heap_pop", "heap_remove", "heap_set", "sift_down", "sift_up"]
+__all__ = [
+    "fresh_top",
+    "heap_pop",
+    "heap_remove",
+    "heap_set",
+    "open_links",
+    "sift_down",
+    "sift_up",
+]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -118,6 +127,23 @@ def heap_remove(
             sift_up(hp, hk, pos, i, g, k)
         else:
             sift_down(hp, hk, pos, i, g, k, n)
+
+
+@numba.njit(cache=True)
+def open_links(
+    lhp: IntArray,
+    lev: FloatArray,
+    lpos: IntArray,
+    lsz: IntArray,
+    cap: FloatArray,
+    load: FloatArray,
+    n_act: FloatArray,
+) -> None:  # pragma: no cover - compiled
+    """Put every link with active flows (``n_act > 0``) and finite capacity into a filling's
+    link heap at its fill level ``(cap - load) / n_act``."""
+    for q in range(cap.size):
+        if n_act[q] > 0.0 and cap[q] < np.inf:
+            heap_set(lhp, lev, lpos, lsz, q, (cap[q] - load[q]) / n_act[q])
 
 
 @numba.njit(cache=True)

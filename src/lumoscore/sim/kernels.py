@@ -47,7 +47,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from lumoscore.sim.heaps import fresh_top, heap_pop, heap_remove, heap_set
+from lumoscore.sim.heaps import fresh_top, heap_pop, heap_remove, heap_set, open_links
 from lumoscore.sim.maxmin import _compact
 
 __all__ = [
@@ -509,9 +509,7 @@ def _refill(
     lhp = np.empty(m, dtype=np.int64)
     lpos = np.full(m, -1, dtype=np.int64)
     lsz = np.zeros(1, dtype=np.int64)
-    for q in range(m):
-        if n_act[q] > 0.0 and lcap[q] < np.inf:
-            heap_set(lhp, lev, lpos, lsz, q, (lcap[q] - load[q]) / n_act[q])
+    open_links(lhp, lev, lpos, lsz, lcap, load, n_act[:m])
     active = np.ones(k, dtype=np.bool_)
     left = k
     sat = np.empty(m, dtype=np.int64)
@@ -622,9 +620,9 @@ def _refill_suffix(
 
 
 @numba.njit(cache=True)
-def _doubled(buf: IntArray) -> IntArray:  # pragma: no cover - compiled
-    """``buf`` copied into an array twice its size."""
-    bigger = np.empty(2 * buf.size, dtype=np.int64)
+def _grown_to(buf: IntArray, size: int) -> IntArray:  # pragma: no cover - compiled
+    """``buf`` copied into an array of ``size`` (at least its own) entries."""
+    bigger = np.empty(size, dtype=np.int64)
     bigger[: buf.size] = buf
     return bigger
 
@@ -638,9 +636,7 @@ def _push(
     if n == buf.size:
         if n >= limit:
             return buf, -1
-        bigger = np.empty(min(2 * n, limit), dtype=np.int64)
-        bigger[:n] = buf
-        buf = bigger
+        buf = _grown_to(buf, min(2 * n, limit))
     buf[n] = x
     return buf, n + 1
 
@@ -918,7 +914,7 @@ def _closure(
                                 s_lev = r
                         else:
                             if n_cand == cand.size:
-                                cand = _doubled(cand)
+                                cand = _grown_to(cand, 2 * cand.size)
                             cand[n_cand] = g
                             n_cand += 1
                     prev = z

@@ -42,7 +42,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import PreconditionError
-from lumoscore.sim.heaps import fresh_top, heap_pop, heap_set
+from lumoscore.sim.heaps import fresh_top, heap_pop, open_links
 
 __all__ = ["MaxMinResult", "incidence", "maxmin_rates"]
 
@@ -256,9 +256,7 @@ def _fill(
     hp = np.empty(n_links, dtype=np.int64)
     pos = np.full(n_links, -1, dtype=np.int64)
     size = np.zeros(1, dtype=np.int64)
-    for l in range(n_links):
-        if n_act[l] > 0.0 and np.isfinite(cap[l]):
-            heap_set(hp, lev, pos, size, l, (cap[l] - load[l]) / n_act[l])
+    open_links(hp, lev, pos, size, cap, load, n_act)
     sat = np.empty(n_links, dtype=np.int64)
     while left > 0:
         t = np.inf
