@@ -255,6 +255,22 @@ def test_a_wrong_warm_start_is_only_a_hint() -> None:
     assert fs.run_until(np.inf) and fs.clock_s == 2.0 and fs.pop_finished() == [1]
 
 
+def test_a_saturated_link_of_joining_rows_alone_is_still_checked() -> None:
+    """A round joins a set in flight with rates that fill a link exactly but certify the
+    slower flow there (2 and 8 bit/s on a 10 bit/s link): only joining rows cross that link
+    and it is saturated, yet the certificate breaks and both get 5 bit/s."""
+    paths = [[1], [0], [0, 1]]
+    weight, size = np.ones(3), np.array([1000.0, 10.0, 10.0])
+    fs = FluidSet(np.array([10.0, 100.0]))
+    fs.add(0, _plan(paths, weight, size, [0]))
+    fs.run_until(0.0)
+    fs.add(1, _plan(paths, weight, size, [1, 2]), rates=np.array([2.0, 8.0]),
+           bottleneck=np.array([0, 0]))  # fmt: skip
+    fs.run_until(0.0)
+    assert fs.rates.tolist() == [95.0, 5.0, 5.0]
+    assert fs.run_until(np.inf) and fs.clock_s == 2.0 and fs.pop_finished() == [1]
+
+
 def test_flows_on_links_of_no_capacity_never_finish() -> None:
     """A flow crossing a link of zero capacity keeps its bits while the others finish: a
     round alone never ends, and in a shared set its round never completes."""

@@ -794,17 +794,38 @@ def _closure(
     ns = 0
     warm = np.empty(alive.size - new_from, dtype=np.int64)
     n_warm = 0
+    # per link the warm rows cross (local numbers): how many, their top rate, the lowest
+    # rate of those certified there
+    n_new = f_ptr[alive.size] - f_ptr[new_from]
+    wl = np.empty(n_new, dtype=np.int64)
+    w_cnt = np.zeros(n_new, dtype=np.int64)
+    w_top = np.zeros(n_new)
+    w_low = np.full(n_new, np.inf)
+    n_wl = 0
     for g in range(new_from, alive.size):
         if not alive[g]:
             continue
         r = rate[g]
-        if r > 0.0 and r < np.inf and bott[g] >= 0:
+        b = bott[g]
+        if r > 0.0 and r < np.inf and b >= 0:
             # warm row (rates of its round alone): load it, check its links
-            nb[bott[g]] += 1
+            nb[b] += 1
+            w = weight[g]
             for j in range(f_ptr[g], f_ptr[g + 1]):
                 q = c_idx[j]
-                link_load[q] += weight[g] * r
+                link_load[q] += w * r
                 nt = _enlist_link(tl, nt, lmark, stamp, q)
+                k = local[q]
+                if k < 0:
+                    k = n_wl
+                    local[q] = k
+                    wl[k] = q
+                    n_wl += 1
+                w_cnt[k] += 1
+                if r > w_top[k]:
+                    w_top[k] = r
+                if b == q and r < w_low[k]:
+                    w_low[k] = r
             warm[n_warm] = g
             n_warm += 1
             continue
@@ -812,6 +833,20 @@ def _closure(
         S, ns = _enlist(S, ns, rmark, stamp, g, limit)
         if ns < 0:
             return False
+    # A link that only warm rows cross needs no walk over its rows when its certificates
+    # hold by the counts above (the check below would find the same top rate and certified
+    # rows): it is marked -stamp and skipped.
+    lrows = st[LROWS]
+    for k in range(n_wl):
+        q = wl[k]
+        local[q] = -1
+        c = cap[q]
+        if w_cnt[k] != lrows[q] or not c < np.inf or link_load[q] > c * (1.0 + CERT_RTOL):
+            continue
+        if nb[q] == 0 or (
+            link_load[q] >= c * (1.0 - CERT_RTOL) and w_low[k] >= w_top[k] * (1.0 - CERT_RTOL)
+        ):
+            lmark[q] = -stamp
     _finish_rows(st, warm[:n_warm], clock_s)
     # links crossed by S (their peaks are recorded at the end)
     sl = st[SLIST]
@@ -865,7 +900,7 @@ def _closure(
         for i in range(n_rl + (nt if first else 0)):
             q = rl[i] if i < n_rl else tl[i - n_rl]
             c = cap[q]
-            if not c < np.inf:
+            if not c < np.inf or (i >= n_rl and lmark[q] == -stamp):
                 continue
             overloaded = link_load[q] > c * (1.0 + CERT_RTOL)
             if nb[q] == 0 and not overloaded:
