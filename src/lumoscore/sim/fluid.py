@@ -38,14 +38,17 @@ from numpy.typing import NDArray
 from lumoscore.sim.components import mark_parts, round_components, split_round, sub_rows
 from lumoscore.sim.kernels import (
     FULL_SOLVE,
+    HKEY,
     LROWS,
     M_ALIVE,
     M_FALLBACKS,
+    M_HEAP,
     M_REFILLED,
     M_ROUNDS,
     M_SOLVES,
     META,
     RATE,
+    RATES_VALID,
     REFILL,
     ROW_FIELDS,
     FluidState,
@@ -321,17 +324,20 @@ class FluidSet:
         n, k_max = self._n, rp.n_flows
         nnz = int(self._indptr[n])
         # room for every row of the round (those done are skipped)
+        if nnz + rp.indices.size > self._indices.size:
+            self._indices, self._lnext, self._lrow = (
+                _grown(a, nnz, nnz + rp.indices.size)
+                for a in (self._indices, self._lnext, self._lrow)
+            )
         self._indptr = _grown(self._indptr, n + 1, n + k_max + 1)
-        self._indices, self._lnext, self._lrow = (
-            _grown(a, nnz, nnz + rp.indices.size) for a in (self._indices, self._lnext, self._lrow)
-        )
-        self._weight, self._size, self._alive, self._slot, self._row_of = (
-            _grown(a, n, n + k_max)
-            for a in (self._weight, self._size, self._alive, self._slot, self._row_of)
-        )
-        self._buf = tuple(  # type: ignore[assignment]
-            _grown(a, n, n + k_max) if i < ROW_FIELDS else a for i, a in enumerate(self._buf)
-        )
+        if n + k_max > self._weight.size:  # (the row buffers grow together)
+            self._weight, self._size, self._alive, self._slot, self._row_of = (
+                _grown(a, n, n + k_max)
+                for a in (self._weight, self._size, self._alive, self._slot, self._row_of)
+            )
+            self._buf = tuple(  # type: ignore[assignment]
+                _grown(a, n, n + k_max) if i < ROW_FIELDS else a for i, a in enumerate(self._buf)
+            )
         warm = rates is not None and bottleneck is not None and self.grow == 1.0
         k = append_round(
             rp.indptr,
@@ -470,7 +476,16 @@ class FluidSet:
             if self._done:
                 return True
             stop = min(float(until_s), next_end)
-            if self._buf[META][M_ALIVE]:
+            meta = self._buf[META]
+            if (
+                meta[M_ALIVE]
+                and self._mode == RATES_VALID
+                and (meta[M_HEAP] == 0 or self._buf[HKEY][0] > stop)
+            ):
+                # no re-solve due and no flow ends by then: what the kernel would do
+                if math.isfinite(stop):
+                    self.clock_s = max(self.clock_s, stop)
+            elif meta[M_ALIVE]:
                 clock, self._mode, self._r_min, done = fluid_advance(
                     *self._kernel_args(),
                     self.clock_s,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -177,15 +178,21 @@ def _first_end(bits: FloatArray, rate: FloatArray) -> float:
         return float(np.where(rate > 0.0, bits / rate, np.inf).min(initial=np.inf))
 
 
+@numba.njit(cache=True)
 def _rem_before_first_end(
     bits: FloatArray, rate: FloatArray, bott: IntArray, dt: float
-) -> FloatArray:
+) -> FloatArray:  # pragma: no cover - compiled
     """Bits left ``dt`` after a round's start, before its first flow ends: rows sending at
     their start rate, rows that cannot send (rate 0 on a bottleneck of no capacity) and rows
     that ended at the start (rate 0, no bottleneck: they crossed no link of finite
     capacity)."""
-    idle = np.where(bott >= 0, bits, 0.0)
-    return np.where(rate > 0.0, np.maximum(bits - rate * dt, 0.0), idle)
+    out = np.empty(bits.size)
+    for i in range(bits.size):
+        if rate[i] > 0.0:
+            out[i] = max(bits[i] - rate[i] * dt, 0.0)
+        else:
+            out[i] = bits[i] if bott[i] >= 0 else 0.0
+    return out
 
 
 def _solo_run(
