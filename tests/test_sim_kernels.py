@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lumoscore.sim import incidence, maxmin_rates
 from lumoscore.sim.fluid import FluidSet
-from lumoscore.sim.kernels import BOTT, NB, fluid_run, solo_run
+from lumoscore.sim.kernels import BOTT, NB, SCAN_LINKS, fluid_run, solo_run
 from lumoscore.sim.plan import DONE_RTOL, RoundPlan, _solo_run, solo_state
 
 
@@ -109,6 +109,54 @@ def test_fluid_run_equals_step_by_step_reference(inst) -> None:
     assert sorted(links.tolist()) == sorted(set(indices.tolist()))
     assert np.allclose(peak, ref_peak[links], rtol=1e-9, atol=0)
     assert np.allclose(idle, ref_idle[links], rtol=1e-9, atol=0)
+
+
+def _wide_instance(seed: int):
+    """Random flows over more links than a filling scans (``SCAN_LINKS``): a solve of all of
+    them takes the link heap, a refill of a few the scan."""
+    rng = np.random.default_rng(seed)
+    n_links = SCAN_LINKS + 64 + int(rng.integers(0, 64))
+    n_flows = n_links + int(rng.integers(0, n_links // 2))
+    paths = [
+        sorted(rng.choice(n_links, size=int(rng.integers(1, 4)), replace=False).tolist())
+        for _ in range(n_flows)
+    ]
+    cap = rng.choice([1.0, 2.0, 3.0, 10.0, 0.5], size=n_links)
+    weight = rng.integers(1, 5, size=n_flows).astype(float)
+    size = rng.choice([1.0, 2.0, 5.0, 7.5, 20.0], size=n_flows)
+    return paths, cap, weight, size
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_fillings_over_many_links_equal_the_reference(seed: int) -> None:
+    """A fluid run whose fillings cross more than ``SCAN_LINKS`` links (the link heap) and
+    fewer (the scan) equals the step-by-step reference, and a set refilled after every
+    completion equals a fresh solve."""
+    paths, cap, weight, size = _wide_instance(seed)
+    assert len({q for p in paths for q in p}) > SCAN_LINKS
+    indptr, indices = _csr(paths)
+    t, rem, links, peak, _, _, idle = fluid_run(
+        indptr, indices, weight, size, size, cap, np.inf, DONE_RTOL
+    )
+    ref_t, ref_peak, ref_idle = _reference_run(paths, cap, weight, size)
+    assert abs(t - ref_t) <= 1e-9 * t
+    assert not rem.any()
+    assert np.allclose(peak, ref_peak[links], rtol=1e-9, atol=0)
+    assert np.allclose(idle, ref_idle[links], rtol=1e-9, atol=0)
+    fs = FluidSet(cap)
+    for i in range(len(paths)):
+        fs.add(i, _plan(paths, weight, size, [i]))
+    for _ in range(40):  # the first completions: refills over few links, after a wide solve
+        fs.run_until(fs.clock_s)
+        left = sorted(fs.jobs())
+        fresh = maxmin_rates(
+            incidence([paths[i] for i in left], cap.size), cap, weight=weight[left]
+        )
+        got = np.array([fs.rates[fs.alive & (fs.slot == fs.slot_of[i])][0] for i in left])
+        assert np.allclose(got, fresh.rates, rtol=1e-9, atol=0)
+        assert fs.run_until(np.inf)
+        fs.pop_finished()
 
 
 @settings(max_examples=80, deadline=None)

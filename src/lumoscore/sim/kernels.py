@@ -75,6 +75,8 @@ BoolArray = NDArray[np.bool_]
 REFILL_MARGIN = 1e-9
 #: Relative tolerance under which two bottleneck levels are the same level.
 LEVEL_RTOL = 1e-12
+#: A filling over at most this many links finds its lowest level by a scan, not a heap.
+SCAN_LINKS = 256
 
 # solve modes
 RATES_VALID, REFILL, FULL_SOLVE = 0, 1, 2
@@ -505,25 +507,34 @@ def _refill(
     # row frozen at t on a link of level L >= t leaves (L n - w t) / (n - w) >= L), so keys
     # are lower bounds refreshed only when a link reaches the top.
     floor = n_act * 1e-12
+    scan = m <= SCAN_LINKS  # few links: a scan finds the lowest level faster than a heap
     lev = np.empty(m)  # fill levels by heap position
     lhp = np.empty(m, dtype=np.int64)
     lpos = np.full(m, -1, dtype=np.int64)
     lsz = np.zeros(1, dtype=np.int64)
-    open_links(lhp, lev, lpos, lsz, lcap, load, n_act[:m])
+    if not scan:
+        open_links(lhp, lev, lpos, lsz, lcap, load, n_act[:m])
     active = np.ones(k, dtype=np.bool_)
     left = k
     sat = np.empty(m, dtype=np.int64)
-    while left > 0 and fresh_top(lhp, lev, lpos, lsz, lcap, load, n_act, floor):
-        t = lev[0]
-        if t < 0.0:
-            t = 0.0
-        thresh = t * grow * (1.0 + LEVEL_RTOL)
-        n_sat = 0
-        while lev[0] <= thresh:
-            sat[n_sat] = heap_pop(lhp, lev, lpos, lsz)
-            n_sat += 1
+    while left > 0:
+        if scan:
+            n_sat, t = _lowest_links(lcap, load, n_act[:m], floor, grow, sat)
+            if n_sat == 0:
+                break
+        else:
             if not fresh_top(lhp, lev, lpos, lsz, lcap, load, n_act, floor):
                 break
+            t = lev[0]
+            if t < 0.0:
+                t = 0.0
+            thresh = t * grow * (1.0 + LEVEL_RTOL)
+            n_sat = 0
+            while lev[0] <= thresh:
+                sat[n_sat] = heap_pop(lhp, lev, lpos, lsz)
+                n_sat += 1
+                if not fresh_top(lhp, lev, lpos, lsz, lcap, load, n_act, floor):
+                    break
         for i in range(n_sat):
             q = sat[i]
             for z in range(l_ptr[q], l_ptr[q + 1]):
@@ -551,6 +562,44 @@ def _refill(
     if finish:
         _finish_rows(st, rows, clock_s)
     return links[:m]
+
+
+@numba.njit(cache=True)
+def _lowest_links(
+    cap: FloatArray,
+    load: FloatArray,
+    n_act: FloatArray,
+    floor: FloatArray,
+    grow: float,
+    sat: IntArray,
+) -> tuple[int, float]:  # pragma: no cover - compiled
+    """The links of a filling that saturate next, found by a scan (the heap's choice: every
+    link with active rows and finite capacity whose fill level ``(cap - load) / n_act`` is
+    within the level tolerance of the lowest, or within ``grow`` of it): their number (in
+    ``sat``) and the level. Links with no active row (``n_act <= floor``) are dropped for good
+    (``n_act`` set to 0), as are the links returned."""
+    t = np.inf
+    for q in range(n_act.size):
+        if n_act[q] > floor[q]:
+            if cap[q] < np.inf:
+                lv = (cap[q] - load[q]) / n_act[q]
+                if lv < t:
+                    t = lv
+        else:
+            n_act[q] = 0.0
+    if not t < np.inf:
+        return 0, t
+    if t < 0.0:
+        t = 0.0
+    thresh = t * grow * (1.0 + LEVEL_RTOL)
+    n_sat = 0
+    for q in range(n_act.size):
+        if n_act[q] > floor[q] and cap[q] < np.inf and (cap[q] - load[q]) / n_act[q] <= thresh:
+            sat[n_sat] = q
+            n_sat += 1
+    for i in range(n_sat):
+        n_act[sat[i]] = 0.0
+    return n_sat, t
 
 
 @numba.njit(cache=True)
