@@ -503,14 +503,16 @@ def _refill(
             q = loc[e]
             l_rows[fill[q]] = i
             fill[q] += 1
-    # progressive filling. The links' fill levels sit in a heap. A level never decreases (a
-    # row frozen at t on a link of level L >= t leaves (L n - w t) / (n - w) >= L), so keys
-    # are lower bounds refreshed only when a link reaches the top.
+    # progressive filling. The links' fill levels sit in a heap (few links: a scan finds the
+    # lowest level faster, :func:`_lowest_links`). A level never decreases (a row frozen at t
+    # on a link of level L >= t leaves (L n - w t) / (n - w) >= L), so keys are lower bounds
+    # refreshed only when a link reaches the top.
     floor = n_act * 1e-12
-    scan = m <= SCAN_LINKS  # few links: a scan finds the lowest level faster than a heap
-    lev = np.empty(m)  # fill levels by heap position
-    lhp = np.empty(m, dtype=np.int64)
-    lpos = np.full(m, -1, dtype=np.int64)
+    scan = m <= SCAN_LINKS
+    h = 0 if scan else m
+    lev = np.empty(h)  # fill levels by heap position
+    lhp = np.empty(h, dtype=np.int64)
+    lpos = np.full(h, -1, dtype=np.int64)
     lsz = np.zeros(1, dtype=np.int64)
     if not scan:
         open_links(lhp, lev, lpos, lsz, lcap, load, n_act[:m])
