@@ -2,9 +2,9 @@
 
 A heap holds items ``hp`` and their keys ``hk`` by position (keys side by side: sifting reads
 no item's data), ``pos`` maps every item to its position (-1 if absent) and ``size[0]`` is
-the number of items. :func:`open_links` and :func:`fresh_top` serve progressive fillings:
-a link's key is its fill level ``(cap - load) / n_act``; levels only rise, so keys are lower
-bounds, brought up to date when a link reaches the top.
+the number of items. :func:`open_links`, :func:`fresh_top` and :func:`pop_through` serve
+progressive fillings: a link's key is its fill level ``(cap - load) / n_act``; levels only
+rise, so keys are lower bounds, brought up to date when a link reaches the top.
 
 Examples
 --------
@@ -31,6 +31,7 @@ __all__ = [
     "heap_remove",
     "heap_set",
     "open_links",
+    "pop_through",
     "sift_down",
     "sift_up",
 ]
@@ -173,3 +174,25 @@ def fresh_top(
             return True
         sift_down(lhp, lev, lpos, 0, q, level, lsz[0])
     return False
+
+
+@numba.njit(cache=True)
+def pop_through(
+    lhp: IntArray,
+    lev: FloatArray,
+    lpos: IntArray,
+    lsz: IntArray,
+    cap: FloatArray,
+    load: FloatArray,
+    n_act: FloatArray,
+    floor: FloatArray,
+    thresh: float,
+    sat: IntArray,
+) -> int:  # pragma: no cover - compiled
+    """Pop every link of a progressive filling's link heap whose (fresh) fill level is at most
+    ``thresh`` into ``sat``; returns how many (the links that saturate at this level)."""
+    n_sat = 0
+    while fresh_top(lhp, lev, lpos, lsz, cap, load, n_act, floor) and lev[0] <= thresh:
+        sat[n_sat] = heap_pop(lhp, lev, lpos, lsz)
+        n_sat += 1
+    return n_sat

@@ -47,7 +47,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from lumoscore.sim.heaps import fresh_top, heap_pop, heap_remove, heap_set, open_links
+from lumoscore.sim.heaps import fresh_top, heap_remove, heap_set, open_links, pop_through
 from lumoscore.sim.maxmin import _compact
 
 __all__ = [
@@ -531,12 +531,7 @@ def _refill(
             if t < 0.0:
                 t = 0.0
             thresh = t * grow * (1.0 + LEVEL_RTOL)
-            n_sat = 0
-            while lev[0] <= thresh:
-                sat[n_sat] = heap_pop(lhp, lev, lpos, lsz)
-                n_sat += 1
-                if not fresh_top(lhp, lev, lpos, lsz, lcap, load, n_act, floor):
-                    break
+            n_sat = pop_through(lhp, lev, lpos, lsz, lcap, load, n_act, floor, thresh, sat)
         for i in range(n_sat):
             q = sat[i]
             for z in range(l_ptr[q], l_ptr[q + 1]):

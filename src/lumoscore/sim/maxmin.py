@@ -42,7 +42,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import PreconditionError
-from lumoscore.sim.heaps import fresh_top, heap_pop, open_links
+from lumoscore.sim.heaps import fresh_top, open_links, pop_through
 
 __all__ = ["MaxMinResult", "incidence", "maxmin_rates"]
 
@@ -270,10 +270,7 @@ def _fill(
             t = 0.0
         levels += 1
         thresh = t * grow * (1.0 + rtol)
-        n_sat = 0
-        while fresh_top(hp, lev, pos, size, cap, load, n_act, floor) and lev[0] <= thresh:
-            sat[n_sat] = heap_pop(hp, lev, pos, size)
-            n_sat += 1
+        n_sat = pop_through(hp, lev, pos, size, cap, load, n_act, floor, thresh, sat)
         for i in range(n_sat):
             l = sat[i]
             for k in range(t_ptr[l], t_ptr[l + 1]):
