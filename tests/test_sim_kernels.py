@@ -57,11 +57,17 @@ def _plan(paths, weight, size, idx) -> RoundPlan:
 def test_rates_after_every_completion_equal_a_fresh_solve(inst, eps: float) -> None:
     """Every flow is its own job, so the set stops at every completion; the incrementally
     refilled rates must equal a max-min solve from scratch over the flows still in flight."""
-    paths, cap, weight, size = inst
+    _assert_fresh_after_completions(*inst, eps=eps)
+
+
+def _assert_fresh_after_completions(paths, cap, weight, size, *, eps=0.0, limit=None) -> None:
+    """Every flow its own job in one set: after each completion (the first ``limit`` of
+    them, default all) the set's rates equal a max-min solve from scratch of the flows left."""
     fs = FluidSet(cap, eps)
     for i in range(len(paths)):
         fs.add(i, _plan(paths, weight, size, [i]))
-    while len(fs):
+    done = 0
+    while len(fs) and (limit is None or done < limit):
         fs.run_until(fs.clock_s)  # (re)solve without sending
         left = sorted(fs.jobs())
         fresh = maxmin_rates(
@@ -71,6 +77,7 @@ def test_rates_after_every_completion_equal_a_fresh_solve(inst, eps: float) -> N
         assert np.allclose(got, fresh, rtol=1e-9, atol=0)
         assert fs.run_until(np.inf)
         fs.pop_finished()
+        done += 1
 
 
 def _reference_run(paths, cap, weight, size) -> tuple[float, np.ndarray, np.ndarray]:
@@ -141,19 +148,8 @@ def test_fillings_over_many_links_equal_the_reference(seed: int) -> None:
     paths, cap, weight, size = _wide_instance(seed)
     assert len({q for p in paths for q in p}) > SCAN_LINKS
     _assert_run_equals_reference(paths, cap, weight, size)
-    fs = FluidSet(cap)
-    for i in range(len(paths)):
-        fs.add(i, _plan(paths, weight, size, [i]))
-    for _ in range(40):  # the first completions: refills over few links, after a wide solve
-        fs.run_until(fs.clock_s)
-        left = sorted(fs.jobs())
-        fresh = maxmin_rates(
-            incidence([paths[i] for i in left], cap.size), cap, weight=weight[left]
-        )
-        got = np.array([fs.rates[fs.alive & (fs.slot == fs.slot_of[i])][0] for i in left])
-        assert np.allclose(got, fresh.rates, rtol=1e-9, atol=0)
-        assert fs.run_until(np.inf)
-        fs.pop_finished()
+    # the first completions: refills over few links, after a wide solve
+    _assert_fresh_after_completions(paths, cap, weight, size, limit=40)
 
 
 @settings(max_examples=80, deadline=None)
