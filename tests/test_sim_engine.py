@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -224,6 +226,29 @@ def test_results_are_deterministic_and_complete(tmp_path) -> None:
     out = a.write(tmp_path / "run")
     for name in ("jobs.parquet", "jobs.csv", "queue.csv", "summary.json"):
         assert (out / name).exists()
+
+
+def test_a_run_leaves_the_garbage_collector_as_it_found_it() -> None:
+    jobs = [job(0, 0.0, 8), job(1, 1.0, 8)]
+    assert gc.get_freeze_count() == 0
+    seen: list[int] = []
+    fab = BestFabric(gpus=16)
+    real = fab.routes
+
+    def routes(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(gc.get_freeze_count())
+        return real(*args, **kwargs)
+
+    fab.routes = routes  # type: ignore[method-assign]
+    Simulator(fab, jobs).run()
+    assert seen and min(seen) > 0  # the objects made before the run were frozen meanwhile
+    assert gc.get_freeze_count() == 0  # and are back in the collector's passes
+    gc.freeze()  # a process that freezes objects itself keeps them frozen
+    try:
+        Simulator(BestFabric(gpus=16), jobs).run()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
 
 
 def test_too_big_jobs_are_rejected_and_bad_policy_named() -> None:

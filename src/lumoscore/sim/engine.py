@@ -36,6 +36,7 @@ Examples
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from collections import deque
@@ -185,6 +186,20 @@ class Simulator:
     # ------------------------------------------------------------------------------------
     def run(self) -> SimResult:
         """Run the whole trace; return per-job results and run statistics."""
+        # A run makes many short-lived objects (events, plans, round states). The objects
+        # that exist before it (modules, compiled kernels, the trace) are left out of the
+        # cyclic collector's passes meanwhile (``gc.freeze``): a full pass over them cost
+        # 0.1-0.3 s per 4096-GPU run. Not done when the process has frozen objects itself.
+        freeze = gc.isenabled() and gc.get_freeze_count() == 0
+        if freeze:
+            gc.freeze()
+        try:
+            return self._run()
+        finally:
+            if freeze:
+                gc.unfreeze()
+
+    def _run(self) -> SimResult:
         wall0 = time.perf_counter()
         fab = self.fabric
         cap = fab.capacity_bps

@@ -146,7 +146,7 @@ def solo_state(
     >>> rem.tolist(), rate.tolist(), bott.tolist()
     ([0.0, 10.0], [0.0, 10.0], [-1, 0])
     """
-    bits = rp.bits.astype(float)
+    bits = np.asarray(rp.bits, dtype=float)  # (no copy: only read)
     if eps == 0.0:
         cache = rp.start_state
         if "rate" not in cache:
