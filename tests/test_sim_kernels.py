@@ -10,7 +10,16 @@ from hypothesis import strategies as st
 
 from lumoscore.sim import incidence, maxmin_rates
 from lumoscore.sim.fluid import FluidSet
-from lumoscore.sim.kernels import BOTT, NB, SCAN_LINKS, fluid_run, solo_run
+from lumoscore.sim.kernels import (
+    BOTT,
+    NB,
+    SCAN_LINKS,
+    _rebuild_lists,
+    fluid_run,
+    link_lists,
+    link_lists_append,
+    solo_run,
+)
 from lumoscore.sim.plan import DONE_RTOL, RoundPlan, _solo_run, solo_state
 
 
@@ -444,3 +453,55 @@ def test_detached_parts_join_when_a_round_meets_them() -> None:
     assert fs.remove_job(0).tolist() == [1.5, 0.5] and fs.link_rows.tolist() == [0, 0]
     fs.add(0, a, started_s=0.0, now_s=0.5)  # (its parts end at 2 and 1 alone)
     assert fs.run_until(np.inf) and fs.clock_s == 2.0 and fs.pop_finished() == [0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.lists(st.integers(0, 5), min_size=1, max_size=3), min_size=1, max_size=12),
+        min_size=1,
+        max_size=6,
+    ),
+    st.data(),
+)
+def test_per_link_rows_stay_the_transpose_of_the_routes(batches, data) -> None:
+    """Rows appended in batches, some dying and dropped by walks or by compaction: each
+    link's vector holds, oldest first, the rows crossing it (dead ones only until dropped)."""
+    n_links = 6
+    ptr, idx = [0], []
+    ldir, pool = link_lists(np.zeros(1, np.int64), np.zeros(0, np.int64), n_links)
+    alive: list[bool] = []
+    for batch in batches:
+        first = len(alive)
+        for links in batch:
+            idx += sorted(set(links))
+            ptr.append(len(idx))
+            alive.append(True)
+        f_ptr, c_idx = np.array(ptr), np.array(idx, dtype=np.int64)
+        local = np.full(n_links, -1, dtype=np.int64)
+        pool = link_lists_append(f_ptr, c_idx, ldir, pool, first, len(alive), local)
+        assert (local == -1).all()
+        for f in data.draw(st.sets(st.integers(0, len(alive) - 1)), label="finish"):
+            alive[f] = False
+        if data.draw(st.booleans(), label="compact"):
+            keep = [f for f in range(len(alive)) if alive[f]]
+            rows = [idx[ptr[f] : ptr[f + 1]] for f in keep]
+            ptr, idx = [0], []
+            for r in rows:
+                idx += r
+                ptr.append(len(idx))
+            alive = [True] * len(keep)
+            ldir[:] = 0  # (compact_rows clears the vectors of every link its rows cross)
+            pool = _rebuild_lists(np.array(ptr), np.array(idx, np.int64), len(keep), ldir, pool)
+        for q in range(n_links):
+            b, k, room = ldir[3 * q], ldir[3 * q + 1], ldir[3 * q + 2]
+            assert k <= room and b + room <= ldir[-1] <= pool.size
+            held = pool[b : b + k].tolist()
+            want = [f for f in range(len(alive)) if q in idx[ptr[f] : ptr[f + 1]]]
+            assert [f for f in held if alive[f]] == [f for f in want if alive[f]]
+            assert set(want) >= set(held)
+    # vectors never overlap
+    used = np.zeros(ldir[-1], dtype=np.int64)
+    for q in range(n_links):
+        used[ldir[3 * q] : ldir[3 * q] + ldir[3 * q + 2]] += 1
+    assert used.max(initial=0) <= 1

@@ -136,10 +136,9 @@ class FluidSet:
         self._buf: FluidState = new_state(0, capacity_bps.size)
         self._views: FluidState | None = None
         self._args: tuple | None = None  # fluid_advance's arrays (see _kernel_args)
-        # the rows crossing each link, as linked lists (lhead per link; lnext, lrow per entry)
-        self._lhead = np.full(capacity_bps.size, -1, dtype=np.int64)
-        self._lnext = np.zeros(0, dtype=np.int64)
-        self._lrow = np.zeros(0, dtype=np.int64)
+        # the rows crossing each link: a vector per link in one pool (see link_lists)
+        self._ldir = np.zeros(3 * capacity_bps.size + 1, dtype=np.int64)
+        self._pool = np.zeros(0, dtype=np.int64)
         self._mode = FULL_SOLVE
         self._r_min = math.inf
         self._new_from = 0  # rows from here on joined since the last solve
@@ -325,10 +324,7 @@ class FluidSet:
         nnz = int(self._indptr[n])
         # room for every row of the round (those done are skipped)
         if nnz + rp.indices.size > self._indices.size:
-            self._indices, self._lnext, self._lrow = (
-                _grown(a, nnz, nnz + rp.indices.size)
-                for a in (self._indices, self._lnext, self._lrow)
-            )
+            self._indices = _grown(self._indices, nnz, nnz + rp.indices.size)
         self._indptr = _grown(self._indptr, n + 1, n + k_max + 1)
         if n + k_max > self._weight.size:  # (the row buffers grow together)
             self._weight, self._size, self._alive, self._slot, self._row_of = (
@@ -339,7 +335,7 @@ class FluidSet:
                 _grown(a, n, n + k_max) if i < ROW_FIELDS else a for i, a in enumerate(self._buf)
             )
         warm = rates is not None and bottleneck is not None and self.grow == 1.0
-        k = append_round(
+        k, self._pool = append_round(
             rp.indptr,
             rp.indices,
             rp.weight.astype(float, copy=False),
@@ -353,7 +349,7 @@ class FluidSet:
             n,
             self._rows(),
             self._buf,
-            (self._lhead, self._lnext, self._lrow),
+            (self._ldir, self._pool),
         )
         self._n = n + k
         self._views = None
@@ -521,9 +517,8 @@ class FluidSet:
                 self._slot[:n],
                 self.live,
                 self._st,
-                self._lhead,
-                self._lnext,
-                self._lrow,
+                self._ldir,
+                self._pool,
             )
         return self._args
 
@@ -568,8 +563,8 @@ class FluidSet:
         n_new = int(self._buf[META][M_ALIVE])
         if n == 0 or 2 * n_new > n:
             return
-        self._n, self._new_from = compact_rows(
-            n, self._new_from, self._rows(), self._buf, (self._lhead, self._lnext, self._lrow)
+        self._n, self._new_from, self._pool = compact_rows(
+            n, self._new_from, self._rows(), self._buf, (self._ldir, self._pool)
         )
         self._views = None
         self._args = None

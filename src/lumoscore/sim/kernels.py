@@ -195,20 +195,60 @@ def new_state(n_rows: int, n_links: int) -> FluidState:  # pragma: no cover - co
 def link_lists_append(
     f_ptr: IntArray,
     c_idx: IntArray,
-    lhead: IntArray,
-    lnext: IntArray,
-    lrow: IntArray,
+    ldir: IntArray,
+    pool: IntArray,
     first_row: int,
     end_row: int,
-) -> None:  # pragma: no cover - compiled
-    """Add rows ``first_row:end_row`` to the per-link lists of rows: entry ``j`` of the
-    routes (row ``lrow[j]``) is linked after ``lhead[link]`` through ``lnext``."""
+    local: IntArray,
+) -> IntArray:  # pragma: no cover - compiled
+    """Add rows ``first_row:end_row`` to the rows of each link: link ``q``'s rows are
+    ``pool[ldir[3q] : ldir[3q] + ldir[3q + 1]]`` (oldest first) with room for ``ldir[3q + 2]``
+    from ``ldir[3q]``; ``ldir[-1]`` is the pool's first unused entry. A vector without room
+    for its new rows moves to the end of the pool with room for half as many again (in place
+    when it is there already). ``local`` is per-link scratch, all -1 (left so). Returns the
+    pool (a bigger copy when it had to grow).
+
+    Contiguous rows per link, read in order, cost a walk over a link's rows far fewer cache
+    misses than linked lists through the route entries."""
+    lo, hi = f_ptr[first_row], f_ptr[end_row]
+    links = np.empty(hi - lo, dtype=np.int64)
+    count = np.zeros(hi - lo, dtype=np.int64)
+    m = 0
+    for j in range(lo, hi):
+        q = c_idx[j]
+        k = local[q]
+        if k < 0:
+            k = m
+            local[q] = m
+            links[m] = q
+            m += 1
+        count[k] += 1
+    top_i = ldir.size - 1
+    for k in range(m):
+        q = 3 * links[k]
+        local[links[k]] = -1
+        b, n, c = ldir[q], ldir[q + 1], ldir[q + 2]
+        need = n + count[k]
+        if need <= c:
+            continue
+        room = need + (need >> 1) + 2
+        top = ldir[top_i]
+        at_top = c > 0 and b + c == top
+        end = b + room if at_top else top + room
+        if end > pool.size:
+            pool = _grown_to(pool, max(2 * pool.size, end))
+        if not at_top:
+            for i in range(n):
+                pool[top + i] = pool[b + i]
+            ldir[q] = top
+        ldir[q + 2] = room
+        ldir[top_i] = end
     for f in range(first_row, end_row):
         for j in range(f_ptr[f], f_ptr[f + 1]):
-            q = c_idx[j]
-            lrow[j] = f
-            lnext[j] = lhead[q]
-            lhead[q] = j
+            q = 3 * c_idx[j]
+            pool[ldir[q] + ldir[q + 1]] = f
+            ldir[q + 1] += 1
+    return pool
 
 
 @numba.njit(cache=True)
@@ -226,16 +266,17 @@ def append_round(
     n: int,
     rows: RowBuffers,
     st: FluidState,
-    lists: tuple[IntArray, IntArray, IntArray],
-) -> int:  # pragma: no cover - compiled
+    lists: tuple[IntArray, IntArray],
+) -> tuple[int, IntArray]:  # pragma: no cover - compiled
     """Append the rows of a round (CSR ``r_ptr``/``r_idx``, per row ``r_weight`` and
     ``r_bits``) with bits still to send (``remaining`` above ``done_rtol`` of their size)
     after the ``n`` rows in use, into buffers with room for them. Each row starts at
     ``clock_s`` with its ``rates`` and ``bottleneck`` (a warm start; empty arrays: none),
-    joins the per-link lists and counts, and belongs to ``slot_id``. Returns the rows
-    appended."""
+    joins the per-link rows (``lists``: :func:`link_lists`) and counts, and belongs to
+    ``slot_id``. Returns the rows appended and the pool of the per-link rows (grown if it had
+    to)."""
     f_ptr, c_idx, weight, size, alive, slot, row_of = rows
-    lhead, lnext, lrow = lists
+    ldir, pool = lists
     warm = rates.size > 0
     rate, rem0, t0, fin, grp, bott = st[RATE], st[REM0], st[T0], st[FIN], st[GRP], st[BOTT]
     rmark = st[RMARK]
@@ -261,9 +302,9 @@ def append_round(
         grp[f] = -1
         rmark[f] = 0
         f += 1
-    link_lists_append(f_ptr, c_idx, lhead, lnext, lrow, n, f)
+    pool = link_lists_append(f_ptr, c_idx, ldir, pool, n, f, st[LOCAL])
     count_rows(f_ptr, c_idx, np.arange(n, f), st[LROWS], 1)
-    return f - n
+    return f - n, pool
 
 
 @numba.njit(cache=True)
@@ -272,17 +313,20 @@ def compact_rows(
     new_from: int,
     rows: RowBuffers,
     st: FluidState,
-    lists: tuple[IntArray, IntArray, IntArray],
-) -> tuple[int, int]:  # pragma: no cover - compiled
+    lists: tuple[IntArray, IntArray],
+) -> tuple[int, int, IntArray]:  # pragma: no cover - compiled
     """Drop the dead rows among the first ``n`` (alive ones keep their order) and rebuild the
-    per-link lists. The finish-time heap is not rebuilt (:func:`rebuild_heap`). Returns the
-    rows left and how many of them come before ``new_from``."""
+    per-link rows. The finish-time heap is not rebuilt (:func:`rebuild_heap`). Returns the
+    rows left, how many of them come before ``new_from`` and the pool of the per-link rows."""
     f_ptr, c_idx, weight, size, alive, slot, row_of = rows
-    lhead, lnext, lrow = lists
+    ldir, pool = lists
     rate, rem0, t0, fin = st[RATE], st[REM0], st[T0], st[FIN]
     order, bott, rmark = st[ORDER], st[BOTT], st[RMARK]
-    for j in range(f_ptr[n]):
-        lhead[c_idx[j]] = -1
+    for j in range(f_ptr[n]):  # (every link holding a vector is crossed by some row)
+        q = 3 * c_idx[j]
+        ldir[q] = 0
+        ldir[q + 1] = 0
+        ldir[q + 2] = 0
     w = 0
     e = 0
     start = 0
@@ -310,8 +354,36 @@ def compact_rows(
                 before += 1
             w += 1
         start = end
-    link_lists_append(f_ptr, c_idx, lhead, lnext, lrow, 0, w)
-    return w, before
+    return w, before, _rebuild_lists(f_ptr, c_idx, w, ldir, pool)
+
+
+@numba.njit(cache=True)
+def _rebuild_lists(
+    f_ptr: IntArray, c_idx: IntArray, n: int, ldir: IntArray, pool: IntArray
+) -> IntArray:  # pragma: no cover - compiled
+    """Lay the per-link rows of rows ``0..n-1`` out afresh, each link's vector with room for
+    half as many rows again, from a ``ldir`` with no vector (all zero) on their links;
+    returns the pool."""
+    for j in range(f_ptr[n]):
+        ldir[3 * c_idx[j] + 1] += 1
+    top = 0
+    for j in range(f_ptr[n]):
+        q = 3 * c_idx[j]
+        if ldir[q + 2] == 0:  # (first entry on the link: its count is complete)
+            k = ldir[q + 1]
+            ldir[q] = top
+            ldir[q + 2] = k + (k >> 1) + 2
+            top += ldir[q + 2]
+            ldir[q + 1] = 0
+    ldir[ldir.size - 1] = top
+    if top > pool.size:
+        pool = np.empty(max(top, 2 * pool.size), dtype=np.int64)
+    for f in range(n):
+        for j in range(f_ptr[f], f_ptr[f + 1]):
+            q = 3 * c_idx[j]
+            pool[ldir[q] + ldir[q + 1]] = f
+            ldir[q + 1] += 1
+    return pool
 
 
 @numba.njit(cache=True)
@@ -327,14 +399,13 @@ def count_rows(
 @numba.njit(cache=True)
 def link_lists(
     f_ptr: IntArray, c_idx: IntArray, n_links: int
-) -> tuple[IntArray, IntArray, IntArray]:  # pragma: no cover - compiled
-    """The rows crossing each link as linked lists ``(lhead, lnext, lrow)`` (the transpose of
-    the routes; rows can be appended, :func:`link_lists_append`)."""
-    lhead = np.full(n_links, -1, dtype=np.int64)
-    lnext = np.empty(c_idx.size, dtype=np.int64)
-    lrow = np.empty(c_idx.size, dtype=np.int64)
-    link_lists_append(f_ptr, c_idx, lhead, lnext, lrow, 0, f_ptr.size - 1)
-    return lhead, lnext, lrow
+) -> tuple[IntArray, IntArray]:  # pragma: no cover - compiled
+    """The rows crossing each link (the transpose of the routes) as ``(ldir, pool)``: link
+    ``q``'s rows, oldest first, are ``pool[ldir[3q] : ldir[3q] + ldir[3q + 1]]`` (rows can be
+    appended, :func:`link_lists_append`)."""
+    ldir = np.zeros(3 * n_links + 1, dtype=np.int64)
+    pool = _rebuild_lists(f_ptr, c_idx, f_ptr.size - 1, ldir, np.empty(0, dtype=np.int64))
+    return ldir, pool
 
 
 @numba.njit(cache=True)
@@ -718,9 +789,8 @@ def _to_refill(
     weight: FloatArray,
     alive: BoolArray,
     st: FluidState,
-    lhead: IntArray,
-    lnext: IntArray,
-    lrow: IntArray,
+    ldir: IntArray,
+    pool: IntArray,
     S: IntArray,
     lo: int,
     ns: int,
@@ -773,10 +843,9 @@ def _to_refill(
             lam = reach
         if nb[q] == 0:
             continue  # no row is certified on q
-        z = lhead[q]
-        while z >= 0:
-            g = lrow[z]
-            z = lnext[z]
+        lb = ldir[3 * q]
+        for z in range(lb + ldir[3 * q + 1] - 1, lb - 1, -1):
+            g = pool[z]
             if alive[g] and rmark[g] == stamp and bott[g] == q and rate[g] < lam:
                 lam = rate[g]
     keep_below = lam * (1.0 - REFILL_MARGIN)
@@ -800,9 +869,8 @@ def _closure(
     weight: FloatArray,
     alive: BoolArray,
     st: FluidState,
-    lhead: IntArray,
-    lnext: IntArray,
-    lrow: IntArray,
+    ldir: IntArray,
+    pool: IntArray,
     new_from: int,
     clock_s: float,
     limit: int,
@@ -909,7 +977,7 @@ def _closure(
             rows = S[:ns]
             if ns > added:  # rows refilled before keep their rate below the new rows' reach
                 rows = _to_refill(
-                    f_ptr, c_idx, cap, weight, alive, st, lhead, lnext, lrow, S, ns - added, ns
+                    f_ptr, c_idx, cap, weight, alive, st, ldir, pool, S, ns - added, ns
                 )
             n_rows = rows.size
             old_r = np.empty(n_rows)
@@ -957,17 +1025,15 @@ def _closure(
                 # below keep their rates (their load alone fits), and the check of its links
                 # after the refill catches any certificate that still breaks.
                 w_sum = 0.0
-                z = lhead[q]
-                while z >= 0:
-                    g = lrow[z]
-                    z = lnext[z]
+                lb = ldir[3 * q]
+                le = lb + ldir[3 * q + 1]
+                for z in range(le - 1, lb - 1, -1):
+                    g = pool[z]
                     if alive[g]:
                         w_sum += weight[g]
                 share = c / w_sum * (1.0 - REFILL_MARGIN)
-                z = lhead[q]
-                while z >= 0:
-                    g = lrow[z]
-                    z = lnext[z]
+                for z in range(le - 1, lb - 1, -1):
+                    g = pool[z]
                     if not alive[g] or rmark[g] == stamp or rmark[g] == -stamp:
                         continue
                     if rate[g] >= share:
@@ -979,13 +1045,15 @@ def _closure(
             saturated = link_load[q] >= c * (1.0 - CERT_RTOL)
             top = 0.0  # fastest row on q
             s_lev = -1.0  # level at which refilled rows froze on q
-            prev = -1  # finished rows are unlinked on the way
             n_cand = 0  # rows outside S on q, gathered for the second look
-            z = lhead[q]
-            while z >= 0:
-                g = lrow[z]
-                nxt = lnext[z]
+            lb = ldir[3 * q]
+            le = lb + ldir[3 * q + 1]
+            wp = le  # (finished rows are dropped on the way: the others move up, in order)
+            for z in range(le - 1, lb - 1, -1):
+                g = pool[z]
                 if alive[g]:
+                    wp -= 1
+                    pool[wp] = g
                     r = rate[g]
                     if rmark[g] != -stamp:  # (rows waiting for their refill: stale rates)
                         if r > top:
@@ -998,12 +1066,10 @@ def _closure(
                                 cand = _grown_to(cand, 2 * cand.size)
                             cand[n_cand] = g
                             n_cand += 1
-                    prev = z
-                elif prev < 0:
-                    lhead[q] = nxt
-                else:
-                    lnext[prev] = nxt
-                z = nxt
+            if wp > lb:
+                ldir[3 * q] = wp
+                ldir[3 * q + 1] = le - wp
+                ldir[3 * q + 2] -= wp - lb
             for i_c in range(n_cand):
                 g = cand[i_c]
                 r = rate[g]
@@ -1030,9 +1096,8 @@ def _solve(
     weight: FloatArray,
     alive: BoolArray,
     st: FluidState,
-    lhead: IntArray,
-    lnext: IntArray,
-    lrow: IntArray,
+    ldir: IntArray,
+    pool: IntArray,
     mode: int,
     r_min: float,
     new_from: int,
@@ -1046,9 +1111,7 @@ def _solve(
             _refill_suffix(f_ptr, c_idx, cap, weight, alive, st, r_min, clock_s, grow)
             return
         limit = max(64, alive.size // 2)
-        if _closure(
-            f_ptr, c_idx, cap, weight, alive, st, lhead, lnext, lrow, new_from, clock_s, limit
-        ):
+        if _closure(f_ptr, c_idx, cap, weight, alive, st, ldir, pool, new_from, clock_s, limit):
             return
         meta[M_FALLBACKS] += 1
     # from scratch: every alive row, loads rebuilt from the rates held since t0
@@ -1088,9 +1151,8 @@ def fluid_advance(
     slot: IntArray,
     live: IntArray,
     st: FluidState,
-    lhead: IntArray,
-    lnext: IntArray,
-    lrow: IntArray,
+    ldir: IntArray,
+    pool: IntArray,
     clock_s: float,
     until_s: float,
     mode: int,
@@ -1105,7 +1167,7 @@ def fluid_advance(
     completions or after rows ``new_from`` on joined, or :data:`RATES_VALID`). Stops at
     ``until_s``, or as soon as flow completions leave some slot (a job's round) with no live
     row (``live[slot]`` counts them), or when no row can progress. ``alive``, ``live`` and the
-    state ``st`` are updated in place; ``(lhead, lnext, lrow)`` are the rows of each link
+    state ``st`` are updated in place; ``(ldir, pool)`` are the rows of each link
     (:func:`link_lists`).
 
     Returns ``(clock_s, mode, r_min, round_done)``.
@@ -1123,9 +1185,8 @@ def fluid_advance(
                 weight,
                 alive,
                 st,
-                lhead,
-                lnext,
-                lrow,
+                ldir,
+                pool,
                 mode,
                 r_min,
                 new_from,
@@ -1263,18 +1324,18 @@ def _run(
     rate0 = np.zeros(0)
     bott0 = np.zeros(0, dtype=np.int64)
     if live[0] > 0:
-        lhead, lnext, lrow = link_lists(f_ptr, c_idx, c_cap.size)
+        ldir, pool = link_lists(f_ptr, c_idx, c_cap.size)
         mode, r_min, done = FULL_SOLVE, np.inf, False
         if start:  # run to time 0 first (the same steps), keep the rates then
             t, mode, r_min, done = fluid_advance(
-                f_ptr, c_idx, c_cap, weight, size, alive, slot, live, st, lhead, lnext, lrow,
+                f_ptr, c_idx, c_cap, weight, size, alive, slot, live, st, ldir, pool,
                 0.0, min(until_s, 0.0), mode, r_min, n, grow, done_rtol,
             )  # fmt: skip
             rate0 = np.where(alive, st[RATE], 0.0)
             bott0 = _global_bott(st[BOTT], alive, glob)
         if not start or (not done and until_s > t):
             t, _, _, done = fluid_advance(
-                f_ptr, c_idx, c_cap, weight, size, alive, slot, live, st, lhead, lnext, lrow,
+                f_ptr, c_idx, c_cap, weight, size, alive, slot, live, st, ldir, pool,
                 t, until_s, mode, r_min, n, grow, done_rtol,
             )  # fmt: skip
         if not done and t < until_s:
