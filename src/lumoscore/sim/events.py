@@ -21,24 +21,24 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Hashable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from lumoscore.errors import PreconditionError
 
 __all__ = ["Event", "EventQueue"]
 
 
-@dataclass(frozen=True, order=True)
-class Event:
-    """One scheduled event; ordered by ``(time_s, priority, seq)``."""
+class Event(NamedTuple):
+    """One scheduled event; ordered by ``(time_s, priority, seq)`` (``seq`` is unique, so the
+    other fields never take part in the order). A named tuple: a run makes one per round,
+    and it is built about four times faster than a frozen dataclass."""
 
     time_s: float
     priority: int
     seq: int
-    kind: str = field(compare=False)
-    key: Hashable | None = field(default=None, compare=False)
-    data: Any = field(default=None, compare=False)
+    kind: str
+    key: Hashable | None = None
+    data: Any = None
 
 
 class EventQueue:
@@ -51,8 +51,8 @@ class EventQueue:
     __slots__ = ("_heap", "_latest", "_live", "_seq", "now_s")
 
     def __init__(self, start_s: float = 0.0) -> None:
-        # (time_s, priority, seq, event): plain tuples compare in C, and seq is unique
-        self._heap: list[tuple[float, int, int, Event]] = []
+        # events compare as plain tuples (in C) by (time_s, priority, seq); seq is unique
+        self._heap: list[Event] = []
         self._latest: dict[Hashable, int] = {}
         self._seq = 0
         self._live = 0
@@ -83,7 +83,7 @@ class EventQueue:
                 self._live -= 1
             self._latest[key] = ev.seq
         self._live += 1
-        heapq.heappush(self._heap, (ev.time_s, priority, ev.seq, ev))
+        heapq.heappush(self._heap, ev)
         return ev
 
     def cancel(self, key: Hashable) -> bool:
@@ -102,25 +102,25 @@ class EventQueue:
 
     def _skip_stale(self) -> None:
         heap = self._heap
-        while heap and self._stale(heap[0][3]):
+        while heap and self._stale(heap[0]):
             heapq.heappop(heap)
 
     def peek(self) -> Event | None:
         """The next event without removing it (``None`` when empty)."""
         self._skip_stale()
-        return self._heap[0][3] if self._heap else None
+        return self._heap[0] if self._heap else None
 
     def peek_time(self) -> float:
         """Time of the next event (``inf`` when empty)."""
         self._skip_stale()
-        return self._heap[0][0] if self._heap else math.inf
+        return self._heap[0].time_s if self._heap else math.inf
 
     def pop(self) -> Event:
         """Remove and return the next event and advance the clock to it."""
         self._skip_stale()
         if not self._heap:
             raise IndexError("pop from an empty EventQueue")
-        ev = heapq.heappop(self._heap)[3]
+        ev = heapq.heappop(self._heap)
         if ev.key is not None:
             del self._latest[ev.key]
         self._live -= 1

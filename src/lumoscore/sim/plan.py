@@ -151,7 +151,7 @@ def solo_state(
         cache = rp.start_state
         if "rate" not in cache:
             _, _, _, _, cache["rate"], cache["bott"], _ = fluid_run(
-                rp.indptr, rp.indices, rp.weight, bits, bits, capacity, 0.0, DONE_RTOL
+                rp.indptr, rp.indices, rp.weight, bits, bits, capacity, 0.0, DONE_RTOL, 1.0
             )
         if "first_s" not in cache:
             cache["first_s"] = np.array(_first_end(bits, cache["rate"]))
