@@ -192,6 +192,13 @@ def new_state(n_rows: int, n_links: int) -> FluidState:  # pragma: no cover - co
 
 
 @numba.njit(cache=True)
+def _room(k: int) -> int:  # pragma: no cover - compiled
+    """Room a link's vector gets for ``k`` rows: half as many again (and two), so that rows
+    joining later seldom move it."""
+    return k + (k >> 1) + 2
+
+
+@numba.njit(cache=True)
 def link_lists_append(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -204,12 +211,12 @@ def link_lists_append(
     """Add rows ``first_row:end_row`` to the rows of each link: link ``q``'s rows are
     ``pool[ldir[3q] : ldir[3q] + ldir[3q + 1]]`` (oldest first) with room for ``ldir[3q + 2]``
     from ``ldir[3q]``; ``ldir[-1]`` is the pool's first unused entry. A vector without room
-    for its new rows moves to the end of the pool with room for half as many again (in place
-    when it is there already). ``local`` is per-link scratch, all -1 (left so). Returns the
-    pool (a bigger copy when it had to grow).
+    for its new rows moves to the end of the pool with :func:`_room` for them (in place when
+    it is there already). ``local`` is per-link scratch, all -1 (left so). Returns the pool (a
+    bigger copy when it had to grow).
 
-    Contiguous rows per link, read in order, cost a walk over a link's rows far fewer cache
-    misses than linked lists through the route entries."""
+    A walk over a link's rows reads them in order instead of chasing a pointer per row, as
+    linked lists through the route entries did."""
     lo, hi = f_ptr[first_row], f_ptr[end_row]
     links = np.empty(hi - lo, dtype=np.int64)
     count = np.zeros(hi - lo, dtype=np.int64)
@@ -231,7 +238,7 @@ def link_lists_append(
         need = n + count[k]
         if need <= c:
             continue
-        room = need + (need >> 1) + 2
+        room = _room(need)
         top = ldir[top_i]
         at_top = c > 0 and b + c == top
         end = b + room if at_top else top + room
@@ -361,8 +368,8 @@ def compact_rows(
 def _rebuild_lists(
     f_ptr: IntArray, c_idx: IntArray, n: int, ldir: IntArray, pool: IntArray
 ) -> IntArray:  # pragma: no cover - compiled
-    """Lay the per-link rows of rows ``0..n-1`` out afresh, each link's vector with room for
-    half as many rows again, from a ``ldir`` with no vector (all zero) on their links;
+    """Lay the per-link rows of rows ``0..n-1`` out afresh, each link's vector with
+    :func:`_room` for its rows, from a ``ldir`` with no vector (all zero) on their links;
     returns the pool."""
     for j in range(f_ptr[n]):
         ldir[3 * c_idx[j] + 1] += 1
@@ -372,7 +379,7 @@ def _rebuild_lists(
         if ldir[q + 2] == 0:  # (first entry on the link: its count is complete)
             k = ldir[q + 1]
             ldir[q] = top
-            ldir[q + 2] = k + (k >> 1) + 2
+            ldir[q + 2] = _room(k)
             top += ldir[q + 2]
             ldir[q + 1] = 0
     ldir[ldir.size - 1] = top
