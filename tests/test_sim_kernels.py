@@ -12,8 +12,10 @@ from lumoscore.sim import incidence, maxmin_rates
 from lumoscore.sim.fluid import FluidSet
 from lumoscore.sim.kernels import (
     BOTT,
+    LEVEL_RTOL,
     NB,
     SCAN_LINKS,
+    _lowest_links,
     _rebuild_lists,
     fluid_run,
     link_lists,
@@ -505,3 +507,37 @@ def test_per_link_rows_stay_the_transpose_of_the_routes(batches, data) -> None:
     for q in range(n_links):
         used[ldir[3 * q] : ldir[3 * q] + ldir[3 * q + 2]] += 1
     assert used.max(initial=0) <= 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.sampled_from([1.0, 1.01, 1.5]), st.data())
+def test_a_scan_closes_the_links_that_saturate_next(m: int, grow: float, data) -> None:
+    """Scans of a filling's open links, level after level, return the open links whose fill
+    level is within the tolerance (times ``grow``) of the lowest, in order, and close them
+    and the links left without active rows, exactly as a scan over every link would."""
+    cap = np.array(data.draw(st.lists(st.sampled_from([1.0, 2.0, 4.0, np.inf]), min_size=m,
+                                      max_size=m)))  # fmt: skip
+    load = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=m,
+                                       max_size=m)))  # fmt: skip
+    n_act = np.array(data.draw(st.lists(st.sampled_from([0.0, 1.0, 2.0, 3.0]), min_size=m,
+                                        max_size=m)))  # fmt: skip
+    floor = n_act * 1e-12
+    opened = np.flatnonzero(cap < np.inf).astype(np.int64)
+    n_open = opened.size
+    lv, sat = np.empty(m), np.empty(m, dtype=np.int64)
+    closed = np.zeros(m, dtype=bool)
+    while True:
+        act = ~closed & (n_act > floor) & (cap < np.inf)
+        n_sat, t, n_open = _lowest_links(cap, load, n_act, floor, grow, opened, n_open, lv, sat)
+        if not act.any():
+            assert n_sat == 0
+            break
+        level = np.where(act, (cap - load) / np.where(act, n_act, 1.0), np.inf)
+        low = max(level.min(), 0.0)
+        want = np.flatnonzero(act & (level <= low * grow * (1.0 + LEVEL_RTOL)))
+        assert t == low
+        assert sat[:n_sat].tolist() == want.tolist()
+        closed[want] = True
+        closed[~act] = True
+        assert opened[:n_open].tolist() == np.flatnonzero(~closed & (cap < np.inf)).tolist()
+        n_act[want] = 0.0  # (their rows froze)

@@ -40,7 +40,7 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def sift_up(
     hp: IntArray, hk: FloatArray, pos: IntArray, i: int, f: int, k: float
 ) -> None:  # pragma: no cover - compiled
@@ -59,7 +59,7 @@ def sift_up(
     pos[f] = i
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def sift_down(
     hp: IntArray, hk: FloatArray, pos: IntArray, i: int, f: int, k: float, n: int
 ) -> None:  # pragma: no cover - compiled
@@ -82,7 +82,7 @@ def sift_down(
     pos[f] = i
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def heap_set(
     hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray, f: int, value: float
 ) -> None:  # pragma: no cover - compiled
@@ -100,7 +100,7 @@ def heap_set(
         sift_down(hp, hk, pos, i, f, value, size[0])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def heap_pop(
     hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray
 ) -> int:  # pragma: no cover - compiled
@@ -113,7 +113,7 @@ def heap_pop(
     return f
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def heap_remove(
     hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray, f: int
 ) -> None:  # pragma: no cover - compiled
@@ -147,7 +147,7 @@ def open_links(
             heap_set(lhp, lev, lpos, lsz, q, (cap[q] - load[q]) / n_act[q])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def fresh_top(
     lhp: IntArray,
     lev: FloatArray,
@@ -176,7 +176,7 @@ def fresh_top(
     return False
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def pop_through(
     lhp: IntArray,
     lev: FloatArray,

@@ -191,7 +191,7 @@ def new_state(n_rows: int, n_links: int) -> FluidState:  # pragma: no cover - co
     )
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _room(k: int) -> int:  # pragma: no cover - compiled
     """Room a link's vector gets for ``k`` rows: half as many again (and two), so that rows
     joining later seldom move it."""
@@ -415,7 +415,7 @@ def link_lists(
     return ldir, pool
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _unlink(
     grp: IntArray, gnext: IntArray, gprev: IntArray, ghead: IntArray, f: int
 ) -> int:  # pragma: no cover - compiled
@@ -436,7 +436,7 @@ def _unlink(
     return gid if ghead[gid] < 0 else -1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _drop_group(
     hp: IntArray, hkey: FloatArray, pos: IntArray, gfree: IntArray, meta: IntArray, gid: int
 ) -> None:  # pragma: no cover - compiled
@@ -535,11 +535,27 @@ def _refill(
     for f in rows:
         nnz += f_ptr[f + 1] - f_ptr[f]
     m_max = min(nnz, cap.size)
-    links = np.empty(m_max, dtype=np.int64)
-    n_act = np.zeros(m_max)
-    l_ptr = np.zeros(m_max + 1, dtype=np.int64)
-    loc = np.empty(nnz, dtype=np.int64)  # local link of each route entry, row by row
-    r_ptr = np.empty(k + 1, dtype=np.int64)
+    # the scratch arrays are views into one int and one float allocation (a run makes
+    # hundreds of thousands of small refills)
+    ib = np.empty(7 * m_max + 2 * nnz + k + 2, dtype=np.int64)
+    fb = np.empty(5 * m_max)
+    links = ib[:m_max]
+    l_ptr = ib[m_max : 2 * m_max + 1]
+    l_ptr[:] = 0
+    loc = ib[2 * m_max + 1 : 2 * m_max + 1 + nnz]  # local link of each route entry, row by row
+    r_ptr = ib[2 * m_max + 1 + nnz : 2 * m_max + nnz + k + 2]
+    b = 2 * m_max + nnz + k + 2
+    fill = ib[b : b + m_max]
+    sat = ib[b + m_max : b + 2 * m_max]
+    opened = ib[b + 2 * m_max : b + 3 * m_max]  # (scan; the heap's positions)
+    lhp = ib[b + 3 * m_max : b + 4 * m_max]  # (heap)
+    l_rows = ib[b + 4 * m_max : b + 4 * m_max + nnz]
+    n_act = fb[:m_max]
+    n_act[:] = 0.0
+    load = fb[m_max : 2 * m_max]
+    lcap = fb[2 * m_max : 3 * m_max]
+    floor = fb[3 * m_max : 4 * m_max]
+    lev = fb[4 * m_max :]  # (scan: the open links' levels; heap: its keys)
     r_ptr[0] = 0
     m = 0
     e = 0
@@ -568,14 +584,12 @@ def _refill(
             n_act[q] += w
             l_ptr[q + 1] += 1
         r_ptr[i + 1] = e
-    load = np.empty(m)
-    lcap = np.empty(m)
     for q in range(m):
         load[q] = link_load[links[q]]
         lcap[q] = cap[links[q]]
         l_ptr[q + 1] += l_ptr[q]
-    fill = l_ptr[:m].copy()
-    l_rows = np.empty(nnz, dtype=np.int64)
+        fill[q] = l_ptr[q]
+        floor[q] = n_act[q] * 1e-12
     for i in range(k):
         for e in range(r_ptr[i], r_ptr[i + 1]):
             q = loc[e]
@@ -585,21 +599,27 @@ def _refill(
     # lowest level faster, :func:`_lowest_links`). A level never decreases (a row frozen at t
     # on a link of level L >= t leaves (L n - w t) / (n - w) >= L), so keys are lower bounds
     # refreshed only when a link reaches the top.
-    floor = n_act * 1e-12
     scan = m <= SCAN_LINKS
-    h = 0 if scan else m
-    lev = np.empty(h)  # fill levels by heap position
-    lhp = np.empty(h, dtype=np.int64)
-    lpos = np.full(h, -1, dtype=np.int64)
-    lsz = np.zeros(1, dtype=np.int64)
+    lsz = ib[b + 4 * m_max + nnz : b + 4 * m_max + nnz + 1]
+    lsz[0] = 0
+    lpos = opened
     if not scan:
-        open_links(lhp, lev, lpos, lsz, lcap, load, n_act[:m])
+        lpos[:m] = -1
+        open_links(lhp, lev, lpos, lsz, lcap[:m], load[:m], n_act[:m])
     active = np.ones(k, dtype=np.bool_)
     left = k
-    sat = np.empty(m, dtype=np.int64)
+    # (scan) the links still open, in order, and their fill levels
+    n_open = 0
+    if scan:
+        for q in range(m):
+            if lcap[q] < np.inf:
+                opened[n_open] = q
+                n_open += 1
     while left > 0:
         if scan:
-            n_sat, t = _lowest_links(lcap, load, n_act[:m], floor, grow, sat)
+            n_sat, t, n_open = _lowest_links(
+                lcap, load, n_act, floor, grow, opened, n_open, lev, sat
+            )
             if n_sat == 0:
                 break
         else:
@@ -639,42 +659,51 @@ def _refill(
     return links[:m]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _lowest_links(
     cap: FloatArray,
     load: FloatArray,
     n_act: FloatArray,
     floor: FloatArray,
     grow: float,
+    opened: IntArray,
+    n_open: int,
+    lv: FloatArray,
     sat: IntArray,
-) -> tuple[int, float]:  # pragma: no cover - compiled
+) -> tuple[int, float, int]:  # pragma: no cover - compiled
     """The links of a filling that saturate next, found by a scan (the heap's choice: every
-    link with active rows and finite capacity whose fill level ``(cap - load) / n_act`` is
-    within the level tolerance of the lowest, or within ``grow`` of it): their number (in
-    ``sat``) and the level. Links with no active row (``n_act <= floor``) are dropped for good
-    (``n_act`` set to 0), as are the links returned."""
+    open link whose fill level ``(cap - load) / n_act`` is within the level tolerance of the
+    lowest, or within ``grow`` of it): their number (in ``sat``, in order), the level, and how
+    many links stay open. ``opened[:n_open]`` holds the open links (finite capacity, in
+    order); links left with no active row (``n_act <= floor``) and the links returned are
+    closed, so a scan reads only the links still open. ``lv`` is scratch for their levels."""
     t = np.inf
-    for q in range(n_act.size):
+    n = 0
+    for i in range(n_open):
+        q = opened[i]
         if n_act[q] > floor[q]:
-            if cap[q] < np.inf:
-                lv = (cap[q] - load[q]) / n_act[q]
-                if lv < t:
-                    t = lv
-        else:
-            n_act[q] = 0.0
-    if not t < np.inf:
-        return 0, t
+            x = (cap[q] - load[q]) / n_act[q]
+            if x < t:
+                t = x
+            opened[n] = q
+            lv[n] = x
+            n += 1
+    if n == 0:
+        return 0, t, 0
     if t < 0.0:
         t = 0.0
     thresh = t * grow * (1.0 + LEVEL_RTOL)
     n_sat = 0
-    for q in range(n_act.size):
-        if n_act[q] > floor[q] and cap[q] < np.inf and (cap[q] - load[q]) / n_act[q] <= thresh:
+    n_open = 0
+    for i in range(n):
+        q = opened[i]
+        if lv[i] <= thresh:
             sat[n_sat] = q
             n_sat += 1
-    for i in range(n_sat):
-        n_act[sat[i]] = 0.0
-    return n_sat, t
+        else:
+            opened[n_open] = q
+            n_open += 1
+    return n_sat, t, n_open
 
 
 @numba.njit(cache=True)
@@ -688,7 +717,7 @@ def _finish_rows(st: FluidState, rows: IntArray, clock_s: float) -> None:  # pra
     _group_rows(st, rows, times)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _record_peak(st: FluidState, links: IntArray) -> None:  # pragma: no cover - compiled
     link_load, peak = st[LOAD], st[PEAK]
     for l in links:
@@ -696,7 +725,7 @@ def _record_peak(st: FluidState, links: IntArray) -> None:  # pragma: no cover -
             peak[l] = link_load[l]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _first_at_least(
     rate: FloatArray, order: IntArray, n: int, limit: float
 ) -> int:  # pragma: no cover
@@ -751,7 +780,7 @@ def _grown_to(buf: IntArray, size: int) -> IntArray:  # pragma: no cover - compi
     return bigger
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _push(
     buf: IntArray, n: int, x: int, limit: int
 ) -> tuple[IntArray, int]:  # pragma: no cover - compiled
@@ -765,7 +794,7 @@ def _push(
     return buf, n + 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _enlist(
     S: IntArray, ns: int, rmark: IntArray, stamp: int, g: int, limit: int
 ) -> tuple[IntArray, int]:  # pragma: no cover - compiled
@@ -776,7 +805,7 @@ def _enlist(
     return _push(S, ns, g, limit)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _enlist_link(
     links: IntArray, n: int, mark: IntArray, stamp: int, q: int
 ) -> int:  # pragma: no cover - compiled
