@@ -250,12 +250,21 @@ def link_lists_append(
             ldir[q] = top
         ldir[q + 2] = room
         ldir[top_i] = end
+    _place_rows(f_ptr, c_idx, ldir, pool, first_row, end_row)
+    return pool
+
+
+@numba.njit(cache=True)
+def _place_rows(
+    f_ptr: IntArray, c_idx: IntArray, ldir: IntArray, pool: IntArray, first_row: int, end_row: int
+) -> None:  # pragma: no cover - compiled
+    """Put rows ``first_row:end_row`` at the ends of the vectors of the links they cross
+    (each vector has room for them)."""
     for f in range(first_row, end_row):
         for j in range(f_ptr[f], f_ptr[f + 1]):
             q = 3 * c_idx[j]
             pool[ldir[q] + ldir[q + 1]] = f
             ldir[q + 1] += 1
-    return pool
 
 
 @numba.njit(cache=True)
@@ -385,11 +394,7 @@ def _rebuild_lists(
     ldir[ldir.size - 1] = top
     if top > pool.size:
         pool = np.empty(max(top, 2 * pool.size), dtype=np.int64)
-    for f in range(n):
-        for j in range(f_ptr[f], f_ptr[f + 1]):
-            q = 3 * c_idx[j]
-            pool[ldir[q] + ldir[q + 1]] = f
-            ldir[q + 1] += 1
+    _place_rows(f_ptr, c_idx, ldir, pool, 0, n)
     return pool
 
 
@@ -537,19 +542,21 @@ def _refill(
     m_max = min(nnz, cap.size)
     # the scratch arrays are views into one int and one float allocation (a run makes
     # hundreds of thousands of small refills)
-    ib = np.empty(7 * m_max + 2 * nnz + k + 2, dtype=np.int64)
+    ib = np.empty(6 * m_max + 2 * nnz + k + 3, dtype=np.int64)
     fb = np.empty(5 * m_max)
-    links = ib[:m_max]
-    l_ptr = ib[m_max : 2 * m_max + 1]
+    lsz = ib[:1]  # (heap size)
+    links = ib[1 : m_max + 1]
+    l_ptr = ib[m_max + 1 : 2 * m_max + 2]
     l_ptr[:] = 0
-    loc = ib[2 * m_max + 1 : 2 * m_max + 1 + nnz]  # local link of each route entry, row by row
-    r_ptr = ib[2 * m_max + 1 + nnz : 2 * m_max + nnz + k + 2]
-    b = 2 * m_max + nnz + k + 2
+    loc = ib[2 * m_max + 2 : 2 * m_max + 2 + nnz]  # local link of each route entry, row by row
+    b = 2 * m_max + 2 + nnz
+    r_ptr = ib[b : b + k + 1]
+    b += k + 1
     fill = ib[b : b + m_max]
     sat = ib[b + m_max : b + 2 * m_max]
     opened = ib[b + 2 * m_max : b + 3 * m_max]  # (scan; the heap's positions)
     lhp = ib[b + 3 * m_max : b + 4 * m_max]  # (heap)
-    l_rows = ib[b + 4 * m_max : b + 4 * m_max + nnz]
+    l_rows = ib[b + 4 * m_max :]
     n_act = fb[:m_max]
     n_act[:] = 0.0
     load = fb[m_max : 2 * m_max]
@@ -600,7 +607,6 @@ def _refill(
     # on a link of level L >= t leaves (L n - w t) / (n - w) >= L), so keys are lower bounds
     # refreshed only when a link reaches the top.
     scan = m <= SCAN_LINKS
-    lsz = ib[b + 4 * m_max + nnz : b + 4 * m_max + nnz + 1]
     lsz[0] = 0
     lpos = opened
     if not scan:
