@@ -336,6 +336,8 @@ TAU1 = ClusterSpec(pods=16, k_leaf=8, k_spine=8, tau=1, gpus_per_server=8, ocs_p
 @settings(max_examples=12, deadline=None)
 @example(seed=2, policy="relaxed", routing="planned", tau1=True)  # failed before the fix
 @example(seed=264, policy="relaxed", routing="planned", tau1=False)  # re-routes a running job
+@example(seed=194, policy="relaxed", routing="planned", tau1=False)  # a shrink took a split
+@example(seed=388, policy="relaxed", routing="planned", tau1=False)  # a shared pair's links left
 @given(
     seed=st.integers(0, 2**16),
     policy=st.sampled_from(["locality", "relaxed"]),

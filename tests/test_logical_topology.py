@@ -196,6 +196,11 @@ def test_extend_and_shrink_keep_constraints(spec: ClusterSpec, seed: int, fill: 
     msgs = check_logical_topology(base + add - rem, sh, spec)
     assert not [m for m in msgs if m.startswith(("(5)", "(8)"))]
     assert (sh.leaf_up <= ext.leaf_up).all()
+    # held entries (another job's split) stay when the rest of the pair covers the removal
+    held = shrink_logical_topology(ext, rem, spec, keep=split)
+    assert np.array_equal(held.C.sum(axis=0), sh.C.sum(axis=0))
+    back = apply_split(held, split, spec, sign=-1)
+    assert np.array_equal(back.dense(), shrink_logical_topology(topo, rem, spec).dense())
 
 
 @settings(max_examples=40, deadline=None)

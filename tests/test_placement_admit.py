@@ -252,3 +252,32 @@ def test_contention_report_when_spines_run_out_of_ports() -> None:
     assert np.array_equal(logical_topology(wiring, state.circuits), C_asked)
     expect = np.where(C > 0, -(-C // np.maximum(C_asked, 1)), 0)
     assert np.array_equal(rec.spine_link_contention, expect)
+
+
+def _part(rows: list[int], cols: list[int], values: list[int], **kw) -> DemandPart:  # type: ignore[no-untyped-def]
+    return DemandPart(
+        np.array(rows), np.array(cols), np.array(values), np.ones(len(rows), np.int64), **kw
+    )
+
+
+def test_a_leaving_job_hands_its_links_to_the_jobs_that_lean_on_them() -> None:
+    """Path sharing gave up job 2's links 0-2 (it rides on job 1's); when job 1 leaves, one
+    link 0-2 moves to job 2 instead of leaving with job 1. Pair 0-3, which job 3 also holds,
+    moves nothing."""
+    state = ClusterState.empty(ClusterSpec(pods=2, k_leaf=4, k_spine=2, tau=1, gpus_per_server=1))
+    state.add_demand(1, _part([0, 2, 0, 3], [2, 0, 3, 0], [2, 2, 1, 1]))
+    state.add_demand(3, _part([0, 3], [3, 0], [1, 1]))
+    lean = (np.array([0, 2, 0, 3]), np.array([2, 0, 3, 0]))
+    state.add_demand(2, _part([1, 2], [2, 1], [1, 1], shared=4, leaning=lean))
+    L = state.L.copy()
+    assert not state.hand_over(3)  # job 1 still holds 0-2 and 0-3
+    assert state.hand_over(1)
+    assert np.array_equal(state.L, L)
+    two = state.job_demand[2]
+    got = zip(two.rows.tolist(), two.cols.tolist(), two.values.tolist(), strict=True)
+    assert sorted(got) == [
+        (0, 2, 1), (1, 2, 1), (2, 0, 1), (2, 1, 1)
+    ]  # fmt: skip
+    assert two.leaning[0].tolist() == [0, 3] and two.leaning[1].tolist() == [3, 0]
+    state.remove_demand(1)
+    assert state.L[0, 2] == state.L[2, 0] == 1 and state.L[0, 3] == 1

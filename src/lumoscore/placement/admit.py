@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from lumoscore.errors import ConfigError, InfeasibleError
+from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.placement.demand import job_demand, share_paths
 from lumoscore.placement.policies import PlacementPolicy, get_policy
 from lumoscore.placement.state import ClusterState, DemandPart, Placement, Refusal
@@ -410,8 +410,15 @@ def _incremental(
     m = _matrix(part)
     if not add:
         if split is not None:  # exactly what the job added: only its OCS groups change
-            return apply_split(old, split, state.spec, sign=-1)
-        return shrink_logical_topology(old, m, state.spec)
+            try:
+                return apply_split(old, split, state.spec, sign=-1)
+            except PreconditionError:  # (a shrink had to take some of it: see below)
+                pass
+        # the other jobs' splits stay, for their own removals (and routes); the job's
+        # requirements per pair are in the split (it serves L), so the rest covers them
+        others = [s for j, s in state.job_split.items() if j != job_id]
+        keep = tuple(np.concatenate(x) for x in zip(*others, strict=True)) if others else None
+        return shrink_logical_topology(old, m, state.spec, keep=keep)  # type: ignore[arg-type]
     split = free_link_split(old, m, state.spec, capacity=cap)
     topo = apply_split(old, split, state.spec, capacity=cap, method="incremental")
     if not topo.contention_free:
@@ -532,8 +539,10 @@ def finish(
 ) -> Admission:
     """Release a finished job (GPUs and demand) and, if it had cross-pod demand and
     ``reconfigure_now``, recompute the logical topology and OCS configuration."""
-    part = state.job_demand.get(job_id)
     split = state.job_split.get(job_id)
+    if state.hand_over(job_id):
+        split = None  # (part of the job's links stay, for jobs leaning on them)
+    part = state.job_demand.get(job_id)
     p = state.release(job_id)
     rec = None
     if part is not None and part.total and not reconfigure_now:
@@ -584,6 +593,7 @@ def fail(
         state.fail_link(int(leaf), int(group))
     released = tuple(sorted(hit)) if release_jobs else ()
     for j in released:
+        state.hand_over(j)
         state.release(j)
     rec = reconfigure(state, wiring=wiring, solver=solver, method=logical_method)
     return Admission(-1, None, reconfiguration=rec, released=released)

@@ -288,4 +288,8 @@ def share_paths(
         values=values[keep],
         cost=part.cost[keep],
         shared=part.shared + int(sym.sum()),
+        leaning=(
+            np.concatenate([part.leaning[0], part.rows[~keep]]),
+            np.concatenate([part.leaning[1], part.cols[~keep]]),
+        ),
     )

@@ -131,7 +131,10 @@ class DemandPart:
 
     ``cost`` is the per-unit cost of sharing each entry's links (low for pipeline traffic, see
     :func:`lumoscore.placement.demand.job_demand`); ``shared`` counts the links given up by
-    path sharing (:func:`lumoscore.placement.demand.share_paths`).
+    path sharing (:func:`lumoscore.placement.demand.share_paths`); ``leaning`` are the leaf
+    pairs (rows, then columns) whose links path sharing gave up entirely: the job's flows
+    there ride on other jobs' links, and one of them is handed to the job when the last of
+    those jobs leaves (:meth:`ClusterState.hand_over`).
     """
 
     rows: IntArray
@@ -139,6 +142,7 @@ class DemandPart:
     values: IntArray
     cost: IntArray
     shared: int = 0
+    leaning: tuple[IntArray, IntArray] = field(default_factory=lambda: (_empty_int(), _empty_int()))
 
     @property
     def total(self) -> int:
@@ -148,6 +152,32 @@ class DemandPart:
 
 def _empty_int() -> IntArray:
     return np.zeros(0, np.int64)
+
+
+def _values_at(part: DemandPart, rows: IntArray, cols: IntArray, n: int) -> IntArray:
+    """``part``'s entries at ``(rows, cols)`` (0 where it has none); ``n`` leaves."""
+    key, at = part.rows * n + part.cols, rows * n + cols
+    uk, inv = np.unique(key, return_inverse=True)
+    v = np.bincount(inv.reshape(-1), weights=part.values, minlength=uk.size).astype(np.int64)
+    pos = np.minimum(np.searchsorted(uk, at), max(uk.size - 1, 0))
+    hit = (uk.size > 0) & (uk[pos] == at) if uk.size else np.zeros(at.size, bool)
+    return np.where(hit, v[pos] if uk.size else 0, 0)
+
+
+def _shifted(part: DemandPart, rows: IntArray, cols: IntArray, delta: int) -> DemandPart:
+    """``part`` with ``delta`` added to its entries ``(rows, cols)`` (new entries cost 1;
+    entries falling to 0 leave)."""
+    n = int(max(part.rows.max(initial=0), part.cols.max(initial=0), rows.max(initial=0),
+                cols.max(initial=0))) + 1  # fmt: skip
+    key = np.concatenate([part.rows * n + part.cols, rows * n + cols])
+    val = np.concatenate([part.values, np.full(rows.size, delta, np.int64)])
+    cost = np.concatenate([part.cost, np.ones(rows.size, np.int64)])
+    uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    v = np.bincount(inv.reshape(-1), weights=val, minlength=uk.size).astype(np.int64)
+    keep = v > 0
+    return DemandPart(
+        (uk // n)[keep], (uk % n)[keep], v[keep], cost[first][keep], part.shared, part.leaning
+    )
 
 
 @dataclass(eq=False)
@@ -300,6 +330,37 @@ class ClusterState:
         if part is not None:
             np.subtract.at(self.L, (part.rows, part.cols), part.values)
         return part
+
+    def hand_over(self, job_id: int) -> bool:
+        """Before job ``job_id`` leaves: every leaf pair another running job leans on (its
+        flows ride on other jobs' links there, ``DemandPart.leaning``) whose links are all
+        ``job_id``'s gets one of them (both directions), moved from ``job_id``'s demand into
+        that job's, so no running job's flows lose their pair's links. ``L`` is unchanged.
+        Returns whether any link moved."""
+        mine = self.job_demand.get(job_id)
+        if mine is None:
+            return False
+        moved = False
+        for j, part in list(self.job_demand.items()):
+            r, c = part.leaning
+            if j == job_id or not r.size:
+                continue
+            own = _values_at(mine, r, c, self.L.shape[0])
+            lost = (own >= 1) & (own == self.L[r, c])
+            if not lost.any():
+                continue
+            # (symmetric pairs: each listed in both orientations)
+            ra, ca = r[lost], c[lost]
+            mine = _shifted(mine, ra, ca, -1)
+            part = _shifted(part, ra, ca, 1)
+            part = DemandPart(
+                part.rows, part.cols, part.values, part.cost, part.shared,
+                (r[~lost], c[~lost]),
+            )  # fmt: skip
+            self.job_demand[j] = part
+            moved = True
+        self.job_demand[job_id] = mine
+        return moved
 
     def release(self, job_id: int) -> Placement:
         """Free a job's GPUs and remove its demand; returns its placement.

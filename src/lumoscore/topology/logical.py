@@ -488,12 +488,20 @@ def apply_split(
 
 
 def shrink_logical_topology(
-    topo: LogicalTopology, L_remove: Any, spec: ClusterSpec, *, capacity: Any = None
+    topo: LogicalTopology,
+    L_remove: Any,
+    spec: ClusterSpec,
+    *,
+    capacity: Any = None,
+    keep: Split | None = None,
 ) -> LogicalTopology:
     """Remove demand ``L_remove`` (at most what ``topo`` carries per pair) from a split.
 
     A pair's requirements are taken off its highest-numbered spines first, in both directions
     alike, so a symmetric split stays symmetric; loads only fall, so (5)(6)(8) keep holding.
+    Entries of ``keep`` (a split ``(a, b, h, value)``: what other jobs' admissions added, whose
+    removal must find them later) are taken only when the rest of the pair's entries do not
+    cover the removal.
 
     Examples
     --------
@@ -501,12 +509,16 @@ def shrink_logical_topology(
     >>> from lumoscore.topology import ClusterSpec
     >>> spec = ClusterSpec(pods=2, k_leaf=4, k_spine=2, tau=2, gpus_per_server=2)
     >>> t = heuristic_decomposition(np.array([[0, 4], [4, 0]]), spec)
-    >>> shrink_logical_topology(t, np.array([[0, 1], [1, 0]]), spec).C[:, 0, 1].tolist()
+    >>> one = np.array([[0, 1], [1, 0]])
+    >>> shrink_logical_topology(t, one, spec).C[:, 0, 1].tolist()
     [2, 1]
+    >>> kept = (np.array([0, 1]), np.array([1, 0]), np.array([1, 1]), np.array([2, 2]))
+    >>> shrink_logical_topology(t, one, spec, keep=kept).C[:, 0, 1].tolist()  # spine 1 held
+    [1, 2]
     """
     cap = topo.capacity if capacity is None else _capacity(spec, capacity)
     r, c, v = _coo(L_remove, spec)
-    n = spec.leaves
+    n, H = spec.leaves, spec.ocs_groups
     key_pair = np.minimum(topo.a, topo.b) * n + np.maximum(topo.a, topo.b)
     want = np.zeros(key_pair.size, np.int64)
     if v.size:
@@ -514,19 +526,47 @@ def shrink_logical_topology(
         pos = np.searchsorted(pk, key_pair)
         hit = (pos < pk.size) & (pk[np.minimum(pos, pk.size - 1)] == key_pair)
         want[hit] = v[pos[hit]]
-    # order entries by (direction, pair, spine descending); cumulative removal inside a group
+    held = np.zeros(topo.value.size, np.int64)
+    if keep is not None:
+        ka, kb, kh, kv = (np.asarray(x, dtype=np.int64) for x in keep)
+        key = (topo.a * n + topo.b) * H + topo.h  # (unique and sorted: see _build)
+        kk = (ka * n + kb) * H + kh
+        pos = np.searchsorted(key, kk)
+        hit = (pos < key.size) & (key[np.minimum(pos, key.size - 1)] == kk)
+        np.add.at(held, pos[hit], kv[hit])
+        held = np.clip(held, 0, topo.value)
+    # order entries by (direction, pair, spine descending); cumulative removal inside a group,
+    # from the entries not held first, then from the held ones
     direction = (topo.a > topo.b).astype(np.int64)
     order = np.lexsort((-topo.h, key_pair, direction))
     grp = direction[order] * (n * n) + key_pair[order]
-    vals = topo.value[order]
-    csum = np.cumsum(vals)
     start = np.r_[True, grp[1:] != grp[:-1]]
-    base = np.maximum.accumulate(np.where(start, csum - vals, 0))
-    before = csum - vals - base
-    rem = np.clip(want[order] - before, 0, vals)
-    left = vals - rem
+    free = (topo.value - held)[order]
+    take_free = _take_in_order(free, want[order], start)
+    rest = want[order] - _group_total(take_free, start)
+    take_held = _take_in_order(held[order], rest, start)
+    left = topo.value[order] - take_free - take_held
     o = order
     return _build(topo.a[o], topo.b[o], topo.h[o], left, spec, cap, topo.method)
+
+
+def _group_total(vals: IntArray, start: IntArray) -> IntArray:
+    """Per entry, the sum of ``vals`` over its group (groups are runs that begin at
+    ``start``)."""
+    if not vals.size:
+        return vals
+    first = np.flatnonzero(start)
+    return np.repeat(np.add.reduceat(vals, first), np.diff(np.r_[first, vals.size]))
+
+
+def _take_in_order(vals: IntArray, want: IntArray, start: IntArray) -> IntArray:
+    """How much each entry gives when every group (runs that begin at ``start``, ``want`` the
+    same on all its entries) gives ``want`` from its entries in order, each at most its
+    ``vals``."""
+    csum = np.cumsum(vals)
+    base = np.maximum.accumulate(np.where(start, csum - vals, 0))
+    before = csum - vals - base
+    return np.clip(want - before, 0, vals)
 
 
 def ilp_logical_topology(
