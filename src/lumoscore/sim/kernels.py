@@ -47,6 +47,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from lumoscore.sim.borrow import borrowed
 from lumoscore.sim.heaps import fresh_top, heap_remove, heap_set, open_links, pop_through
 from lumoscore.sim.maxmin import _compact
 
@@ -88,7 +89,8 @@ RATES_VALID, REFILL, FULL_SOLVE = 0, 1, 2
 #: certificate, -1 if none), rmark (scratch stamps), hkey (the heap's keys, finish times, by
 #: heap position), grp (finish group of each row, -1 if none: finished, or never finishing),
 #: gnext and gprev (the rows of a group as a doubly linked list), ghead (first row of each
-#: group, -1 if none), gfree (stack of free group numbers). Per link:
+#: group, -1 if none), gfree (stack of free group numbers), rset and cand (scratch: the rows
+#: a closure refills, and the rows a check walk gathers). Per link:
 #: link_load (bit/s on each link), local (scratch: local number of each link, -1), peak (the
 #: highest load each link has carried), lmark (scratch stamps), touched (links whose load fell
 #: since the last solve), tmark (1 if listed in touched), chk (scratch), nb (alive rows whose
@@ -112,6 +114,8 @@ FluidState = tuple[
     IntArray,
     IntArray,
     IntArray,
+    IntArray,
+    IntArray,
     FloatArray,
     IntArray,
     FloatArray,
@@ -130,10 +134,26 @@ FluidState = tuple[
 RowBuffers = tuple[IntArray, IntArray, FloatArray, FloatArray, BoolArray, IntArray, IntArray]
 #: The first ``ROW_FIELDS`` entries of a :data:`FluidState` are per row, the next
 #: ``LINK_FIELDS`` per link, the last is ``meta``.
-ROW_FIELDS, LINK_FIELDS = 15, 11
-RATE, REM0, T0, FIN, HEAP, POS, ORDER, BOTT, RMARK, HKEY, GRP, GNEXT, GPREV, GHEAD, GFREE = range(
-    ROW_FIELDS
-)
+ROW_FIELDS, LINK_FIELDS = 17, 11
+(
+    RATE,
+    REM0,
+    T0,
+    FIN,
+    HEAP,
+    POS,
+    ORDER,
+    BOTT,
+    RMARK,
+    HKEY,
+    GRP,
+    GNEXT,
+    GPREV,
+    GHEAD,
+    GFREE,
+    RSET,
+    CAND,
+) = range(ROW_FIELDS)
 LOAD, LOCAL, PEAK, LMARK, TOUCHED, TMARK, CHK, NB, SMARK, SLIST, LROWS = range(
     ROW_FIELDS, ROW_FIELDS + LINK_FIELDS
 )
@@ -175,6 +195,8 @@ def new_state(n_rows: int, n_links: int) -> FluidState:  # pragma: no cover - co
         np.zeros(n_rows, dtype=np.int64),
         np.zeros(n_rows, dtype=np.int64),
         np.full(n_rows, -1, dtype=np.int64),
+        np.zeros(n_rows, dtype=np.int64),
+        np.zeros(n_rows, dtype=np.int64),
         np.zeros(n_rows, dtype=np.int64),
         np.zeros(n_links),
         np.full(n_links, -1, dtype=np.int64),
@@ -231,6 +253,16 @@ def link_lists_append(
             m += 1
         count[k] += 1
     top_i = ldir.size - 1
+    # the pool grows once, before the loop (an array assigned in a loop costs a reference
+    # count per iteration): every vector that moves takes at most its room past the top
+    end = ldir[top_i]
+    for k in range(m):
+        q = 3 * links[k]
+        need = ldir[q + 1] + count[k]
+        if need > ldir[q + 2]:
+            end += _room(need)
+    if end > pool.size:
+        pool = _grown_to(pool, max(2 * pool.size, end))
     for k in range(m):
         q = 3 * links[k]
         local[links[k]] = -1
@@ -242,8 +274,6 @@ def link_lists_append(
         top = ldir[top_i]
         at_top = c > 0 and b + c == top
         end = b + room if at_top else top + room
-        if end > pool.size:
-            pool = _grown_to(pool, max(2 * pool.size, end))
         if not at_top:
             for i in range(n):
                 pool[top + i] = pool[b + i]
@@ -540,10 +570,12 @@ def _refill(
     for f in rows:
         nnz += f_ptr[f + 1] - f_ptr[f]
     m_max = min(nnz, cap.size)
-    # the scratch arrays are views into one int and one float allocation (a run makes
-    # hundreds of thousands of small refills)
-    ib = np.empty(6 * m_max + 2 * nnz + k + 3, dtype=np.int64)
-    fb = np.empty(5 * m_max)
+    # the scratch arrays are views into one allocation (a run makes hundreds of thousands of
+    # small refills), borrowed (the helpers inlined into the filling's loop would count
+    # references to them at every level); it is owned by the links returned
+    own = np.empty(11 * m_max + 2 * nnz + k + 3, dtype=np.int64)
+    ib = borrowed(own[: 6 * m_max + 2 * nnz + k + 3])
+    fb = borrowed(own[6 * m_max + 2 * nnz + k + 3 :].view(np.float64))
     lsz = ib[:1]  # (heap size)
     links = ib[1 : m_max + 1]
     l_ptr = ib[m_max + 1 : 2 * m_max + 2]
@@ -662,7 +694,7 @@ def _refill(
         local[links[q]] = -1
     if finish:
         _finish_rows(st, rows, clock_s)
-    return links[:m]
+    return own[1 : m + 1]
 
 
 @numba.njit(cache=True, inline="always")
@@ -787,28 +819,17 @@ def _grown_to(buf: IntArray, size: int) -> IntArray:  # pragma: no cover - compi
 
 
 @numba.njit(cache=True, inline="always")
-def _push(
-    buf: IntArray, n: int, x: int, limit: int
-) -> tuple[IntArray, int]:  # pragma: no cover - compiled
-    """Append ``x`` to ``buf`` (``n`` entries so far; grown by doubling up to ``limit``):
-    the buffer and the new count, -1 when full."""
-    if n == buf.size:
-        if n >= limit:
-            return buf, -1
-        buf = _grown_to(buf, min(2 * n, limit))
-    buf[n] = x
-    return buf, n + 1
-
-
-@numba.njit(cache=True, inline="always")
 def _enlist(
     S: IntArray, ns: int, rmark: IntArray, stamp: int, g: int, limit: int
-) -> tuple[IntArray, int]:  # pragma: no cover - compiled
-    """Put row ``g`` into the refill set ``S`` (``ns`` rows so far, at most ``limit``): ``S``
-    and the new count, -1 when full. The row is marked ``-stamp`` (enlisted, not yet
-    refilled: its rate is stale) until its refill marks it ``stamp``."""
+) -> int:  # pragma: no cover - compiled
+    """Put row ``g`` into the refill set ``S`` (``ns`` rows so far, at most ``limit``): the
+    new count, -1 when full. The row is marked ``-stamp`` (enlisted, not yet refilled: its
+    rate is stale) until its refill marks it ``stamp``."""
     rmark[g] = -stamp
-    return _push(S, ns, g, limit)
+    if ns >= limit:
+        return -1
+    S[ns] = g
+    return ns + 1
 
 
 @numba.njit(cache=True, inline="always")
@@ -946,7 +967,8 @@ def _closure(
         tl[nt] = q
         nt += 1
     meta[M_TOUCHED] = 0
-    S = np.empty(min(limit, 64), dtype=np.int64)
+    S = st[RSET]  # (a row enters S at most once)
+    limit = min(limit, S.size)
     ns = 0
     warm = np.empty(alive.size - new_from, dtype=np.int64)
     n_warm = 0
@@ -986,7 +1008,7 @@ def _closure(
             n_warm += 1
             continue
         bott[g] = -1
-        S, ns = _enlist(S, ns, rmark, stamp, g, limit)
+        ns = _enlist(S, ns, rmark, stamp, g, limit)
         if ns < 0:
             return False
     # A link that only warm rows cross needs no walk over its rows when its certificates
@@ -1007,7 +1029,7 @@ def _closure(
     # links crossed by S (their peaks are recorded at the end)
     sl = st[SLIST]
     n_sl = 0
-    cand = np.empty(64, dtype=np.int64)
+    cand = st[CAND]  # (the rows of one link: at most every row)
     added = ns
     first = True
     while True:
@@ -1079,7 +1101,7 @@ def _closure(
                     if not alive[g] or rmark[g] == stamp or rmark[g] == -stamp:
                         continue
                     if rate[g] >= share:
-                        S, ns = _enlist(S, ns, rmark, stamp, g, limit)
+                        ns = _enlist(S, ns, rmark, stamp, g, limit)
                         if ns < 0:
                             return False
                         added += 1
@@ -1105,7 +1127,7 @@ def _closure(
                                 s_lev = r
                         else:
                             if n_cand == cand.size:
-                                cand = _grown_to(cand, 2 * cand.size)
+                                return False  # (only if a route crosses q twice)
                             cand[n_cand] = g
                             n_cand += 1
             if wp > lb:
@@ -1117,7 +1139,7 @@ def _closure(
                 r = rate[g]
                 broken = bott[g] == q and (not saturated or r < top * (1.0 - CERT_RTOL))
                 if broken or (s_lev >= 0.0 and r > s_lev * (1.0 + CERT_RTOL)):
-                    S, ns = _enlist(S, ns, rmark, stamp, g, limit)
+                    ns = _enlist(S, ns, rmark, stamp, g, limit)
                     if ns < 0:
                         return False
                     added += 1
@@ -1214,6 +1236,10 @@ def fluid_advance(
 
     Returns ``(clock_s, mode, r_min, round_done)``.
     """
+    st = borrowed(st)
+    f_ptr, c_idx, cap, weight, size, alive, slot, live, ldir, pool = borrowed(
+        (f_ptr, c_idx, cap, weight, size, alive, slot, live, ldir, pool)
+    )
     rate, hp, hkey, pos, bott, nb = st[RATE], st[HEAP], st[HKEY], st[POS], st[BOTT], st[NB]
     grp, gnext, gprev, ghead, gfree = st[GRP], st[GNEXT], st[GPREV], st[GHEAD], st[GFREE]
     link_load, touched, tmark, meta = st[LOAD], st[TOUCHED], st[TMARK], st[META]
@@ -1303,6 +1329,7 @@ def fluid_advance(
 @numba.njit(cache=True)
 def rebuild_heap(alive: BoolArray, st: FluidState) -> None:  # pragma: no cover - compiled
     """Put every alive row back into a finish group (after rows were renumbered)."""
+    st = borrowed(st)
     _reset_groups(st)
     rows = np.flatnonzero(alive)
     _group_rows(st, rows, st[FIN][rows])
