@@ -9,9 +9,11 @@ the ``clos-25.6T-3tier`` preset, measured by making the counts non-atomic).
 
 :func:`borrowed` returns the same array (or tuple of arrays) without its reference count: an
 array whose memory-info pointer is null, as Numba's own arrays of constant data are. Counting
-references to it costs a null test. The caller must keep the original alive while the view
-is in use (a kernel's arguments are: its caller holds them) and must not return the view (or
-a view of it) to Python.
+references to it costs a call and a null test, and nothing where the compiler sees the null
+pointer: a kernel compiled on its own should borrow its arguments itself even when its caller
+passes borrowed ones. The caller must keep the original alive while the view is in use (a
+kernel's arguments are: its caller holds them) and must not return the view (or a view of
+it) to Python.
 
 Examples
 --------

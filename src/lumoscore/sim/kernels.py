@@ -496,6 +496,7 @@ def _group_rows(st: FluidState, rows: IntArray, times: FloatArray) -> None:  # p
     """Rows ``rows`` (distinct) finish at ``times``: each leaves its finish group and joins a
     new one with the rows of this call that finish at the same time (one heap entry per
     distinct time; rows that never finish join none)."""
+    st = borrowed(st)
     fin, grp, gnext, gprev, ghead = st[FIN], st[GRP], st[GNEXT], st[GPREV], st[GHEAD]
     hp, hkey, pos, gfree, meta = st[HEAP], st[HKEY], st[POS], st[GFREE], st[META]
     k = rows.size
@@ -562,6 +563,10 @@ def _refill(
     The filling works on local copies: the links the rows cross are numbered ``0..m-1``
     (their capacity and load copied, the load written back at the end) and each route entry
     keeps its local link, so the passes over the rows read compact arrays."""
+    # (borrowed here too, though the callers' arrays are: compiled apart, this function
+    # cannot know, and would make a call per reference count)
+    st = borrowed(st)
+    f_ptr, c_idx, cap, weight = borrowed((f_ptr, c_idx, cap, weight))
     rate, rem0, t0 = st[RATE], st[REM0], st[T0]
     bott, link_load, local, nb, meta = st[BOTT], st[LOAD], st[LOCAL], st[NB], st[META]
     k = rows.size
@@ -872,6 +877,10 @@ def _to_refill(
 
     Every other link carries the same load as in the last filling up to ``lam``.
     """
+    st = borrowed(st)
+    f_ptr, c_idx, cap, weight, alive, ldir, pool, S = borrowed(
+        (f_ptr, c_idx, cap, weight, alive, ldir, pool, S)
+    )
     rate, bott, rmark, local = st[RATE], st[BOTT], st[RMARK], st[LOCAL]
     link_load, nb, meta = st[LOAD], st[NB], st[META]
     stamp = meta[M_STAMP]
@@ -952,6 +961,10 @@ def _closure(
     rows to ``S``); new rows without start in ``S``. Returns False (the caller solves from
     scratch) when ``S`` would exceed ``limit`` rows.
     """
+    st = borrowed(st)
+    f_ptr, c_idx, cap, weight, alive, ldir, pool = borrowed(
+        (f_ptr, c_idx, cap, weight, alive, ldir, pool)
+    )
     rate, bott, rmark, local = st[RATE], st[BOTT], st[RMARK], st[LOCAL]
     link_load, lmark, touched, tmark = st[LOAD], st[LMARK], st[TOUCHED], st[TMARK]
     nb, smark, meta = st[NB], st[SMARK], st[META]
