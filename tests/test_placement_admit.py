@@ -269,10 +269,14 @@ def test_a_leaving_job_hands_its_links_to_the_jobs_that_lean_on_them() -> None:
     state.add_demand(3, _part([0, 3], [3, 0], [1, 1]))
     lean = (np.array([0, 2, 0, 3]), np.array([2, 0, 3, 0]))
     state.add_demand(2, _part([1, 2], [2, 1], [1, 1], shared=4, leaning=lean))
+    z = np.zeros(0, np.int64)
+    state.job_split[2] = (z, z, z, z)
     L = state.L.copy()
     assert not state.hand_over(3)  # job 1 still holds 0-2 and 0-3
+    assert 2 in state.job_split
     assert state.hand_over(1)
     assert np.array_equal(state.L, L)
+    assert 2 not in state.job_split  # (its removal takes its whole part, 0-2 included)
     two = state.job_demand[2]
     got = zip(two.rows.tolist(), two.cols.tolist(), two.values.tolist(), strict=True)
     assert sorted(got) == [

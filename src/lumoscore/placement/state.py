@@ -159,9 +159,12 @@ def _values_at(part: DemandPart, rows: IntArray, cols: IntArray, n: int) -> IntA
     key, at = part.rows * n + part.cols, rows * n + cols
     uk, inv = np.unique(key, return_inverse=True)
     v = np.bincount(inv.reshape(-1), weights=part.values, minlength=uk.size).astype(np.int64)
-    pos = np.minimum(np.searchsorted(uk, at), max(uk.size - 1, 0))
-    hit = (uk.size > 0) & (uk[pos] == at) if uk.size else np.zeros(at.size, bool)
-    return np.where(hit, v[pos] if uk.size else 0, 0)
+    pos = np.searchsorted(uk, at)
+    hit = pos < uk.size
+    hit[hit] = uk[pos[hit]] == at[hit]
+    out = np.zeros(at.size, np.int64)
+    out[hit] = v[pos[hit]]
+    return out
 
 
 def _shifted(part: DemandPart, rows: IntArray, cols: IntArray, delta: int) -> DemandPart:
@@ -335,8 +338,9 @@ class ClusterState:
         """Before job ``job_id`` leaves: every leaf pair another running job leans on (its
         flows ride on other jobs' links there, ``DemandPart.leaning``) whose links are all
         ``job_id``'s gets one of them (both directions), moved from ``job_id``'s demand into
-        that job's, so no running job's flows lose their pair's links. ``L`` is unchanged.
-        Returns whether any link moved."""
+        that job's, so no running job's flows lose their pair's links. ``L`` is unchanged; a
+        job that receives links loses its recorded split (``job_split``: its removal then
+        takes its whole part, received links included). Returns whether any link moved."""
         mine = self.job_demand.get(job_id)
         if mine is None:
             return False
@@ -349,8 +353,7 @@ class ClusterState:
             lost = (own >= 1) & (own == self.L[r, c])
             if not lost.any():
                 continue
-            # (symmetric pairs: each listed in both orientations)
-            ra, ca = r[lost], c[lost]
+            ra, ca = r[lost], c[lost]  # (leaning lists both orientations: both move)
             mine = _shifted(mine, ra, ca, -1)
             part = _shifted(part, ra, ca, 1)
             part = DemandPart(
@@ -358,6 +361,7 @@ class ClusterState:
                 (r[~lost], c[~lost]),
             )  # fmt: skip
             self.job_demand[j] = part
+            self.job_split.pop(j, None)
             moved = True
         self.job_demand[job_id] = mine
         return moved
