@@ -1125,6 +1125,8 @@ def _closure(
             n_cand = 0  # rows outside S on q, gathered for the second look
             lb = ldir[3 * q]
             le = lb + ldir[3 * q + 1]
+            if le - lb > cand.size:
+                return False  # (only if routes cross q twice: a link has more rows than n)
             wp = le  # (finished rows are dropped on the way: the others move up, in order)
             for z in range(le - 1, lb - 1, -1):
                 g = pool[z]
@@ -1139,8 +1141,6 @@ def _closure(
                             if bott[g] == q and r > s_lev:
                                 s_lev = r
                         else:
-                            if n_cand == cand.size:
-                                return False  # (only if a route crosses q twice)
                             cand[n_cand] = g
                             n_cand += 1
             if wp > lb:
