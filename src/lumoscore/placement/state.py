@@ -37,7 +37,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -167,19 +167,17 @@ def _values_at(part: DemandPart, rows: IntArray, cols: IntArray, n: int) -> IntA
     return out
 
 
-def _shifted(part: DemandPart, rows: IntArray, cols: IntArray, delta: int) -> DemandPart:
+def _shifted(part: DemandPart, rows: IntArray, cols: IntArray, delta: int, n: int) -> DemandPart:
     """``part`` with ``delta`` added to its entries ``(rows, cols)`` (new entries cost 1;
-    entries falling to 0 leave)."""
-    n = int(max(part.rows.max(initial=0), part.cols.max(initial=0), rows.max(initial=0),
-                cols.max(initial=0))) + 1  # fmt: skip
+    entries falling to 0 leave); ``n`` leaves."""
     key = np.concatenate([part.rows * n + part.cols, rows * n + cols])
     val = np.concatenate([part.values, np.full(rows.size, delta, np.int64)])
     cost = np.concatenate([part.cost, np.ones(rows.size, np.int64)])
     uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
     v = np.bincount(inv.reshape(-1), weights=val, minlength=uk.size).astype(np.int64)
     keep = v > 0
-    return DemandPart(
-        (uk // n)[keep], (uk % n)[keep], v[keep], cost[first][keep], part.shared, part.leaning
+    return replace(
+        part, rows=(uk // n)[keep], cols=(uk % n)[keep], values=v[keep], cost=cost[first][keep]
     )
 
 
@@ -345,22 +343,18 @@ class ClusterState:
         if mine is None:
             return False
         moved = False
+        n = self.L.shape[0]
         for j, part in list(self.job_demand.items()):
             r, c = part.leaning
             if j == job_id or not r.size:
                 continue
-            own = _values_at(mine, r, c, self.L.shape[0])
+            own = _values_at(mine, r, c, n)
             lost = (own >= 1) & (own == self.L[r, c])
             if not lost.any():
                 continue
             ra, ca = r[lost], c[lost]  # (leaning lists both orientations: both move)
-            mine = _shifted(mine, ra, ca, -1)
-            part = _shifted(part, ra, ca, 1)
-            part = DemandPart(
-                part.rows, part.cols, part.values, part.cost, part.shared,
-                (r[~lost], c[~lost]),
-            )  # fmt: skip
-            self.job_demand[j] = part
+            mine = _shifted(mine, ra, ca, -1, n)
+            self.job_demand[j] = replace(_shifted(part, ra, ca, 1, n), leaning=(r[~lost], c[~lost]))
             self.job_split.pop(j, None)
             moved = True
         self.job_demand[job_id] = mine
