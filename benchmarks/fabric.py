@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from lumoscore.fabric import ROUTING_MODES, make_fabric
+from lumoscore.fabric import ClosFabric, make_fabric
 
 REPEATS = 7
 FLOWS = 100_000
@@ -63,7 +63,7 @@ def main() -> None:
     print(f"{'fabric':<18} {'routing':<9} {'ms/call':>8} {'max link load':>14}")
     print(f"{'best':<18} {'ideal':<9} {t * 1e3:8.2f} {'-':>14}")
     for name in PRESETS:
-        for routing in ROUTING_MODES:
+        for routing in ClosFabric.routings:
             fab = make_fabric(name, GPUS, routing=routing)
             t, r = median_s(lambda fab=fab: fab.routes(src, dst, key))
             core = np.bincount(r.indices, minlength=fab.n_links)[2 * GPUS :]

@@ -42,7 +42,7 @@ CHILD = r"""
 import json, resource, sys, time
 from lumoscore.errors import ConfigError
 from lumoscore.fabric.presets import make_fabric
-from lumoscore.sim import Simulator
+from lumoscore.sim import Simulator, frozen_gc
 from lumoscore.workload import generate_trace
 arch, gpus, jobs, eps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 try:
@@ -51,8 +51,10 @@ except ConfigError as exc:
     print(json.dumps({"skipped": str(exc)}))
     sys.exit(0)
 trace = generate_trace("lumoscore-paper", jobs, seed=1, cluster_gpus=gpus, beta_s=2000)
+sim = Simulator(fab, trace.jobs, eps=eps)
 t0 = time.perf_counter()
-res = Simulator(fab, trace.jobs, eps=eps).run()
+with frozen_gc():
+    res = sim.run()
 wall = time.perf_counter() - t0
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"wall_s": wall, "peak_mib": rss, "mean_jct_s": res.summary["mean_jct_s"],

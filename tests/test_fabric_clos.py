@@ -15,7 +15,6 @@ from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.fabric.clos import ClosFabric
 from lumoscore.fabric.hashing import flow_key_words, murmur3_32
 from lumoscore.fabric.routing import (
-    ROUTING_MODES,
     balanced_ports,
     ecmp_ports,
     probe_ports,
@@ -127,7 +126,7 @@ def check_routes(fab: ClosFabric, src: np.ndarray, dst: np.ndarray, **kw: object
 
 
 @pytest.mark.parametrize(("radix", "tiers", "gps"), SMALL[:4])
-@pytest.mark.parametrize("routing", ROUTING_MODES)
+@pytest.mark.parametrize("routing", ClosFabric.routings)
 def test_routes_are_shortest_valid_paths(radix: int, tiers: int, gps: int, routing: str) -> None:
     fab = full(radix, tiers, gps, routing=routing, seed=3)
     src, dst = random_inter_server(fab, 300, seed=radix + tiers)

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.fabric import FabricChange, LumosCoreFabric, NoCircuitError, make_fabric
-from lumoscore.fabric.lumos import LUMOS_ROUTING_MODES
 from lumoscore.fabric.presets import LUMOSCORE_PRESETS
 from lumoscore.sim import Simulator
 from lumoscore.sim.plan import build_plan
@@ -252,7 +251,7 @@ def test_presets_build_at_4096() -> None:
         make_fabric("lumoscore-51.2T-tau1", 4096, routing="balanced")
     with pytest.raises(ConfigError, match="more than the 512 ports"):
         make_fabric("lumoscore-25.6T-tau1", 64 * 513)
-    assert set(LUMOS_ROUTING_MODES) == {"planned", "ecmp", "ideal"}
+    assert set(LumosCoreFabric.routings) == {"planned", "ecmp", "ideal"}
 
 
 class LiveRoutes(LumosCoreFabric):

@@ -9,35 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers_sim import BottleneckFabric, job
 from lumoscore.errors import ConfigError
-from lumoscore.fabric import BestFabric, Fabric, FabricChange, Routes, geometry_spec
-from lumoscore.sim.engine import SimulationError, Simulator
+from lumoscore.fabric import BestFabric, FabricChange
+from lumoscore.sim.engine import SimulationError, Simulator, frozen_gc
 from lumoscore.sim.fluid import FluidSet
 from lumoscore.sim.plan import build_plan, solo_progress
 from lumoscore.traffic.collectives import ring_allreduce
-from lumoscore.workload import Job, generate_trace
-
-
-class BottleneckFabric(Fabric):
-    """NICs plus one shared core link that every inter-leaf flow crosses (a dumbbell)."""
-
-    def __init__(self, gpus: int, port_gbps: float = 100.0, core_gbps: float = 100.0) -> None:
-        self.name = "bottleneck"
-        self.spec = geometry_spec(gpus, 16, 8, port_gbps)
-        self.capacity_bps = np.concatenate([np.full(2 * gpus, port_gbps * 1e9), [core_gbps * 1e9]])
-
-    def routes(self, src, dst, flow_key, *, job_id=0):
-        src = np.asarray(src, dtype=np.int64)
-        dst = np.asarray(dst, dtype=np.int64)
-        self._check_endpoints(src, dst)
-        cross = src // 16 != dst // 16
-        lens = np.where(cross, 3, 2)
-        indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        idx = np.empty(int(indptr[-1]), dtype=np.int64)
-        idx[indptr[:-1]] = src
-        idx[indptr[1:] - 1] = self.gpus + dst
-        idx[indptr[:-1][cross] + 1] = 2 * self.gpus
-        return Routes(indptr, idx)
+from lumoscore.workload import generate_trace
 
 
 class ReconfiguringFabric(BottleneckFabric):
@@ -54,30 +33,6 @@ class ReconfiguringFabric(BottleneckFabric):
         self.n += 1
         new = self.speeds[self.n % len(self.speeds)] * 1e9
         return FabricChange(self.delay_s, np.array([2 * self.gpus]), np.array([new]))
-
-
-def job(
-    i: int,
-    arrival: float,
-    gpus: int,
-    *,
-    pp: int = 1,
-    ep: int = 8,
-    duration: float = 100.0,
-    iterations: int = 4,
-) -> Job:
-    return Job(
-        job_id=i,
-        arrival_s=arrival,
-        gpus=gpus,
-        model="llama_7b",
-        tp=8,
-        pp=pp,
-        dp=gpus // 8 // pp,
-        ep=ep,
-        iterations=iterations,
-        duration_s=duration,
-    )
 
 
 def test_one_job_on_best_runs_its_ideal_time() -> None:
@@ -228,7 +183,9 @@ def test_results_are_deterministic_and_complete(tmp_path) -> None:
         assert (out / name).exists()
 
 
-def test_a_run_leaves_the_garbage_collector_as_it_found_it() -> None:
+def test_a_run_leaves_the_garbage_collector_alone_unless_asked() -> None:
+    """``run()`` has no process-wide side effect; ``frozen_gc()`` freezes the objects made
+    before the block only when the caller asks, and restores the collector after it."""
     jobs = [job(0, 0.0, 8), job(1, 1.0, 8)]
     assert gc.get_freeze_count() == 0
     seen: list[int] = []
@@ -240,12 +197,18 @@ def test_a_run_leaves_the_garbage_collector_as_it_found_it() -> None:
         return real(*args, **kwargs)
 
     fab.routes = routes  # type: ignore[method-assign]
-    Simulator(fab, jobs).run()
-    assert seen and min(seen) > 0  # the objects made before the run were frozen meanwhile
+    plain = Simulator(fab, jobs).run()
+    assert seen == [0, 0]  # a plain run freezes nothing
+    seen.clear()
+    with frozen_gc():
+        frozen = Simulator(fab, jobs).run()
+    assert seen and min(seen) > 0  # the objects made before the block were frozen meanwhile
     assert gc.get_freeze_count() == 0  # and are back in the collector's passes
-    gc.freeze()  # a process that freezes objects itself keeps them frozen
+    assert plain.jobs.equals(frozen.jobs)
+    gc.freeze()  # a process that froze objects itself keeps them frozen
     try:
-        Simulator(BestFabric(gpus=16), jobs).run()
+        with frozen_gc():
+            pass
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers_sim import BottleneckFabric, job
 from lumoscore.errors import ConfigError
 from lumoscore.fabric import BestFabric
 from lumoscore.sim.engine import Simulator
 from lumoscore.sim.failures import FailureModel
-from test_sim_engine import BottleneckFabric, job
 
 
 @settings(max_examples=25, deadline=None)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from helpers_sim import job
 from lumoscore.fabric.clos import ClosFabric
 from lumoscore.sim.engine import Simulator
 from lumoscore.sim.plan import build_plan, probe_load
-from test_sim_engine import job
 
 
 def test_probing_steers_around_running_jobs() -> None:

@@ -66,13 +66,15 @@ def summarize_index(index: pd.DataFrame) -> pd.DataFrame:
     """
     import pandas as pd
 
+    from lumoscore.report.metrics import BASELINE_ARCH
+
     if index.empty:
         return pd.DataFrame(columns=["arch", "runs", *STAT_COLUMNS, "slowdown_vs_best"])
     frame = index.copy()
     config = _config_columns(frame)
     match_cols = [c for c in config if c not in ("key", "arch", "routing", "rail_optimized")]
     match = _row_labels(frame, match_cols)
-    is_best = (frame["arch"] == "best").to_numpy()
+    is_best = (frame["arch"] == BASELINE_ARCH).to_numpy()
     jct = frame["mean_jct_s"].to_numpy(dtype=float)
     best = {m: j for m, j, b in zip(match, jct, is_best, strict=True) if b}
     frame["slowdown_vs_best"] = [

@@ -91,7 +91,7 @@ def simulate(
 ) -> None:
     """Simulate a job trace on one architecture and print JRT/JWT/JCT statistics."""
     from lumoscore.fabric.presets import make_fabric
-    from lumoscore.sim.engine import Simulator
+    from lumoscore.sim.engine import Simulator, frozen_gc
     from lumoscore.workload import generate_trace, read_trace
 
     if (trace is None) == (preset is None):
@@ -117,13 +117,15 @@ def simulate(
         disable=json_out or not console.is_terminal,
     ) as bar:
         task = bar.add_task("jobs", total=len(job_list))
-        result = Simulator(
+        sim = Simulator(
             fabric,
             job_list,
             queue=queue,
             eps=eps,
             progress=lambda done, total: bar.update(task, completed=done),
-        ).run()
+        )
+        with frozen_gc():  # (this process runs one simulation at a time)
+            result = sim.run()
     manifest = {
         "arch": arch,
         "gpus": gpus,

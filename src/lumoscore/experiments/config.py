@@ -38,7 +38,8 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lumoscore.errors import ConfigError
-from lumoscore.fabric.presets import PRESETS, make_fabric
+from lumoscore.experiments.architectures import PAPER_ARCHITECTURES
+from lumoscore.fabric.presets import architecture, make_fabric
 from lumoscore.sim.failures import FailureModel
 from lumoscore.sim.queueing import QUEUE_POLICIES
 from lumoscore.workload.presets import PRESETS as TRACE_PRESETS
@@ -66,11 +67,18 @@ _TRACE_SHORTHANDS = ("jobs", "beta_s", "load", "load_basis")
 
 
 def _canonical_arch(name: str) -> str:
-    """The preset's own spelling when ``name`` is a preset in another case."""
-    for preset in PRESETS:
-        if preset.lower() == name.strip().lower():
-            return preset
-    return name.strip()
+    """The architecture's own spelling of ``name`` (raises the registry's error, listing the
+    allowed names, for an unknown one)."""
+    try:
+        return architecture(name)[0]
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def _routes_one_way(arch: str) -> bool:
+    """Whether the architecture has a single routing policy (a routing option does not
+    apply to it, e.g. Best)."""
+    return len(architecture(arch)[1].routings) == 1
 
 
 def _check_trace_preset(name: str | None) -> str | None:
@@ -81,7 +89,7 @@ def _check_trace_preset(name: str | None) -> str | None:
 
 def _check_queue(name: str) -> str:
     if name not in QUEUE_POLICIES:
-        raise ValueError(f"unknown queue policy {name!r}; allowed: {', '.join(QUEUE_POLICIES)}")
+        raise ValueError(QUEUE_POLICIES.unknown(name))
     return name
 
 
@@ -170,7 +178,7 @@ class RunConfig(BaseModel):
     gpus : int
         Cluster size (>= 8).
     arch : str
-        Fabric preset (:data:`lumoscore.fabric.presets.PRESETS` or a generic
+        Architecture (a name in :data:`lumoscore.fabric.presets.FABRICS` or a generic
         ``clos-<chip>T-<n>tier[-<o>:1]`` / ``leaf-spine-<chip>T`` name); the cluster must fit
         the architecture (checked by building the fabric).
     trace : TraceConfig
@@ -321,7 +329,9 @@ class ExperimentConfig(BaseModel):
     name: str = Field("experiment", min_length=1)
     description: str = ""
     gpus: int | list[int] = 4096
-    architectures: list[str] = Field(default_factory=lambda: list(PRESETS), min_length=1)
+    architectures: list[str] = Field(
+        default_factory=lambda: list(PAPER_ARCHITECTURES), min_length=1
+    )
     trace: ExperimentTrace = ExperimentTrace()
     routing: str | dict[str, str] | None = None
     queue: str = "fifo"
@@ -442,8 +452,9 @@ class ExperimentConfig(BaseModel):
         if isinstance(self.routing, dict):
             routing = self.routing.get(arch)
         else:
-            # One policy for every architecture: Best routes ideally, so it does not apply.
-            routing = None if arch == "best" else self.routing
+            # One policy for every architecture: it does not apply to one that routes one way
+            # only (Best routes ideally).
+            routing = None if _routes_one_way(arch) else self.routing
         return {
             "arch": arch,
             "trace": trace,
@@ -515,7 +526,7 @@ def expand(config: ExperimentConfig) -> list[RunConfig]:
                 doc["gpus"] = gpus
                 doc["seed"] = seed
                 for path, value in zip(axes, combo, strict=True):
-                    if arch == "best" and path == "routing":
+                    if path == "routing" and _routes_one_way(arch):
                         value = None
                     _set_path(doc, path, value)
                 try:
@@ -553,7 +564,7 @@ def load_experiment(path: str | Path) -> ExperimentConfig:
     ...         load_experiment(p)
     ...     except ConfigError as exc:
     ...         print(str(exc).split(": ", 1)[1][:60])
-    run arch=nope, gpus=512: arch: unknown fabric preset 'nope';
+    architectures: unknown fabric preset 'nope'; allowed: best,
     """
     p = Path(path)
     try:
@@ -590,7 +601,7 @@ DEFAULT_EXPERIMENT = ExperimentConfig(
     name="default",
     description="LumosCore §6.4: seven architectures at 4096 GPUs, lumoscore-paper workload",
     gpus=4096,
-    architectures=list(PRESETS),
+    architectures=list(PAPER_ARCHITECTURES),
     trace=ExperimentTrace(preset="lumoscore-paper", jobs=1000, beta_s=2000.0),
     queue="fifo",
     eps=0.0,

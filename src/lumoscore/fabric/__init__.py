@@ -8,15 +8,23 @@ the links of many flows at once in CSR form.
 from lumoscore.fabric.base import Fabric, FabricChange, Routes, check_positive, geometry_spec
 from lumoscore.fabric.best import BestFabric
 from lumoscore.fabric.clos import ClosFabric
-from lumoscore.fabric.lumos import LUMOS_ROUTING_MODES, LumosCoreFabric, NoCircuitError
-from lumoscore.fabric.presets import LUMOSCORE_PRESETS, PRESETS, make_fabric, make_lumoscore
-from lumoscore.fabric.routing import ROUTING_MODES
+from lumoscore.fabric.lumos import LumosCoreFabric, NoCircuitError
+from lumoscore.fabric.presets import (
+    FABRICS,
+    LUMOSCORE_PRESETS,
+    PRESETS,
+    Architecture,
+    architecture,
+    make_fabric,
+)
+from lumoscore.fabric.routing import ROUTINGS, Routing
 
 __all__ = [
+    "FABRICS",
     "LUMOSCORE_PRESETS",
-    "LUMOS_ROUTING_MODES",
     "PRESETS",
-    "ROUTING_MODES",
+    "ROUTINGS",
+    "Architecture",
     "BestFabric",
     "ClosFabric",
     "Fabric",
@@ -24,8 +32,9 @@ __all__ = [
     "LumosCoreFabric",
     "NoCircuitError",
     "Routes",
+    "Routing",
+    "architecture",
     "check_positive",
     "geometry_spec",
     "make_fabric",
-    "make_lumoscore",
 ]

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.fabric.routing import ROUTINGS
 from lumoscore.topology.cluster import ClusterSpec
 
 __all__ = ["Fabric", "FabricChange", "Routes", "check_positive", "geometry_spec"]
@@ -118,15 +119,54 @@ class Fabric(ABC):
     """A network the simulator can route flows over.
 
     Subclasses set :attr:`name`, :attr:`spec` (the geometry used to build traffic: GPUs per
-    server and per leaf), :attr:`capacity_bps` (one entry per link) and implement
-    :meth:`routes`. GPU ``g``'s NIC uplink is link ``g`` and its downlink is link ``gpus + g``.
+    server and per leaf), :attr:`capacity_bps` (one entry per link), :attr:`routing` (checked
+    with :meth:`checked_routing`) and implement :meth:`routes`. GPU ``g``'s NIC uplink is link
+    ``g`` and its downlink is link ``gpus + g``.
     """
 
     name: str
     spec: ClusterSpec
     capacity_bps: NDArray[np.float64]
-    #: True when jobs never share a link above their NICs (routes depend only on the job).
-    isolating: bool = False
+    #: Routing policies the class implements (names in
+    #: :data:`~lumoscore.fabric.routing.ROUTINGS`); the first is the default.
+    routings: tuple[str, ...] = ("fixed",)
+    #: The routing policy in use.
+    routing: str = "fixed"
+    #: The placer the simulator uses when given none (a name in
+    #: :data:`~lumoscore.sim.placers.PLACERS`).
+    default_placer: str = "server"
+
+    @classmethod
+    def checked_routing(cls, routing: str | None) -> str:
+        """``routing`` if the class implements it (``None``: the default, ``routings[0]``);
+        otherwise a :class:`~lumoscore.errors.ConfigError` listing the allowed names.
+
+        Examples
+        --------
+        >>> from lumoscore.fabric import BestFabric
+        >>> BestFabric.routings, BestFabric.checked_routing(None)
+        (('ideal',), 'ideal')
+        >>> BestFabric.checked_routing("ecmp")
+        Traceback (most recent call last):
+        ...
+        lumoscore.errors.ConfigError: routing 'ecmp' does not apply to this fabric; allowed: ideal
+        """
+        if routing is None:
+            return cls.routings[0]
+        if routing not in cls.routings:
+            why = "does not apply to this fabric" if routing in ROUTINGS else "unknown"
+            raise ConfigError(f"routing {routing!r} {why}; allowed: {', '.join(cls.routings)}")
+        return routing
+
+    @property
+    def isolating(self) -> bool:
+        """Jobs never share a link above their NICs (routes depend only on the job)."""
+        return ROUTINGS[self.routing].contention_free
+
+    @property
+    def load_aware(self) -> bool:
+        """Routes depend on the flows in flight (the simulator passes the link load)."""
+        return ROUTINGS[self.routing].load_aware
 
     @property
     def gpus(self) -> int:

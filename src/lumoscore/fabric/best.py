@@ -47,7 +47,8 @@ def _nic_routes(
 class BestFabric(Fabric):
     """An ideal switch with ``gpus`` ports of ``port_gbps``; jobs never share a link."""
 
-    isolating = True
+    routings = ("ideal",)
+    routing = "ideal"
 
     def __init__(self, gpus: int, port_gbps: float = 1600.0, gpus_per_server: int = 8) -> None:
         check_positive("port_gbps", port_gbps)

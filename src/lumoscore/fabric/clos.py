@@ -65,7 +65,6 @@ from numpy.typing import NDArray
 from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.fabric.base import Fabric, IntArray, Routes, check_positive, geometry_spec
 from lumoscore.fabric.hashing import flow_hash_jit
-from lumoscore.fabric.routing import ROUTING_MODES
 from lumoscore.hardware.sizing import clos_max_gpus
 
 __all__ = ["ClosFabric"]
@@ -192,7 +191,7 @@ class ClosFabric(Fabric):
     gpus_per_server : int
         GPUs per server (NVLink domain); a leaf holds whole servers.
     routing : str
-        One of :data:`~lumoscore.fabric.routing.ROUTING_MODES`.
+        One of :attr:`routings` (default ``ecmp``).
     rail_optimized : bool
         Rail-optimized intra-pod wiring (GPU ``i`` of each server on rail leaf ``i``).
     polarized : bool
@@ -209,6 +208,8 @@ class ClosFabric(Fabric):
     >>> fab.n_links, fab.gpus_per_leaf, fab.full_gpus
     (128, 4, 32)
     """
+
+    routings = ("ecmp", "balanced", "source", "probing", "ideal")
 
     def __init__(
         self,
@@ -232,8 +233,7 @@ class ClosFabric(Fabric):
             raise ConfigError(f"tiers must be 2, 3 or 4, got {tiers!r}")
         if not (oversubscription >= 1 and math.isfinite(oversubscription)):
             raise ConfigError(f"oversubscription must be a ratio >= 1, got {oversubscription!r}")
-        if routing not in ROUTING_MODES:
-            raise ConfigError(f"routing={routing!r} unknown; allowed: {', '.join(ROUTING_MODES)}")
+        routing = self.checked_routing(routing)
         if gpus_per_server < 1:
             raise ConfigError(f"gpus_per_server must be >= 1, got {gpus_per_server}")
         R, n, gps = int(radix), int(tiers), int(gpus_per_server)
@@ -303,7 +303,6 @@ class ClosFabric(Fabric):
         if self.polarized:
             seeds[:] = seeds[0]
         self.tier_seeds: tuple[int, ...] = tuple(int(x) for x in seeds)
-        self.isolating = routing == "ideal"
         # the compiled router's view of the geometry (see _route_flows)
         self._geometry = np.array(
             [

@@ -92,13 +92,9 @@ from lumoscore.workload.job import Job
 
 __all__ = [
     "DEFAULT_RECONFIG_DELAY_S",
-    "LUMOS_ROUTING_MODES",
     "LumosCoreFabric",
     "NoCircuitError",
 ]
-
-#: Routing policies of the LumosCore fabric.
-LUMOS_ROUTING_MODES: tuple[str, ...] = ("planned", "ecmp", "ideal")
 
 #: Default OCS switching time (s): MEMS OCS switch in about 10-100 ms; we take the slow end
 #: (100 ms) plus nothing for the control plane, so the delay is an upper bound of the optics.
@@ -148,7 +144,7 @@ class LumosCoreFabric(Fabric):
     spec : ClusterSpec
         The cluster (pods, ``k_leaf``, ``k_spine``, ``tau``, port speed).
     routing : str
-        One of :data:`LUMOS_ROUTING_MODES` (default ``planned``).
+        One of :attr:`routings` (default ``planned``).
     wiring : str
         Spine-OCS wiring (:func:`lumoscore.topology.build_wiring`), default ``cross``.
     solver : str
@@ -180,6 +176,9 @@ class LumosCoreFabric(Fabric):
     (3, 2, 'ecmp', 90)
     """
 
+    routings = ("planned", "ecmp", "ideal")
+    default_placer = "fabric"  # placement, logical topology and OCS configuration together
+
     def __init__(
         self,
         spec: ClusterSpec,
@@ -197,11 +196,7 @@ class LumosCoreFabric(Fabric):
     ) -> None:
         if not isinstance(spec, ClusterSpec):
             raise ConfigError(f"spec must be a ClusterSpec, got {type(spec).__name__}")
-        if routing not in LUMOS_ROUTING_MODES:
-            raise ConfigError(
-                f"routing={routing!r} unknown for LumosCore; allowed: "
-                f"{', '.join(LUMOS_ROUTING_MODES)}"
-            )
+        routing = self.checked_routing(routing)
         if not (reconfig_delay_s >= 0 and np.isfinite(reconfig_delay_s)):
             raise ConfigError(
                 f"reconfig_delay_s must be a finite value >= 0, got {reconfig_delay_s!r}"
@@ -223,7 +218,6 @@ class LumosCoreFabric(Fabric):
         self.seed = int(seed)
         self.chip_tbps = chip_tbps
         self.name = name or f"lumoscore-tau{spec.tau}"
-        self.isolating = routing == "ideal"
         self.demand_method = demand_method
         self.admit_options = dict(admit_options or {})
         self.state = ClusterState.empty(spec)

@@ -1,34 +1,57 @@
-"""Named fabric presets of the LumosCore paper's evaluation (§6.2–§6.5).
+"""Named fabrics (architectures): the :data:`FABRICS` registry and :func:`make_fabric`.
 
-The electrical architectures compared at a given cluster size are named by switch chip and
-tier count; the port speed follows from the sizing formulas
-(:mod:`lumoscore.hardware.sizing`): the **highest standard port speed** whose maximum cluster
-size still holds the requested GPUs. At 4096 GPUs a 3-tier Clos of 25.6T chips runs at
-800 Gb/s, of 51.2T chips at 1600 Gb/s, and a 4-tier Clos of 25.6T chips at 1600 Gb/s.
+An architecture is an :class:`Architecture` entry: how to build its fabric for a cluster size
+(``build(gpus, *, routing, seed, gpus_per_server, rail_optimized, **options)``), its fabric
+class (which tells its routings) and its relative simulation cost. Adding an architecture is
+one :meth:`~lumoscore.registry.Registry.register` call in this file. Which architectures a
+paper compares is experiment-level data (:mod:`lumoscore.experiments.architectures`), not this
+registry.
 
-Names:
+Electrical architectures are named by switch chip and tier count; the port speed follows from
+the sizing formulas (:mod:`lumoscore.hardware.sizing`): the **highest standard port speed**
+whose maximum cluster size still holds the requested GPUs. At 4096 GPUs a 3-tier Clos of 25.6T
+chips runs at 800 Gb/s, of 51.2T chips at 1600 Gb/s, and a 4-tier Clos of 25.6T chips at
+1600 Gb/s.
+
+Registered names:
 
 * ``best``: the ideal single switch at 1.6 Tb/s (:class:`~lumoscore.fabric.best.BestFabric`);
 * ``clos-51.2T-3tier``, ``clos-25.6T-3tier``, ``clos-25.6T-4tier`` (the paper's Clos rows);
-* generic ``clos-<chip>T-<n>tier`` and ``clos-<chip>T-<n>tier-<o>:1`` (oversubscribed
-  leaves), ``leaf-spine-<chip>T`` (= ``clos-<chip>T-2tier``);
 * ``lumoscore-51.2T-tau2``, ``lumoscore-51.2T-tau1``, ``lumoscore-25.6T-tau1``: LumosCore
   clusters (:class:`~lumoscore.fabric.lumos.LumosCoreFabric`) of that chip and ``tau`` at
   1.6 Tb/s (LumosCore keeps 1.6 Tb/s ports: the OCS core does not limit the cluster size, see
   :func:`lumoscore.hardware.sizing.reach`), 512-port OCSes; the GPU count must be a whole
-  number of pods (128, 256 and 64 GPUs a pod). Routing ``planned`` (default), ``ecmp`` or
-  ``ideal``.
+  number of pods (128, 256 and 64 GPUs a pod).
+
+Generic names (any chip, parsed): ``clos-<chip>T-<n>tier``, ``clos-<chip>T-<n>tier-<o>:1``
+(oversubscribed leaves) and ``leaf-spine-<chip>T`` (= ``clos-<chip>T-2tier``). Names are
+case-insensitive.
 
 Examples
 --------
 >>> fab = make_fabric("clos-25.6T-3tier", 4096)
 >>> fab.port_gbps, fab.tiers, fab.radix
 (800.0, 3, 32)
+>>> architecture("LUMOSCORE-51.2T-tau2")[0], architecture("clos-51.2t-2tier")[0]
+('lumoscore-51.2T-tau2', 'clos-51.2T-2tier')
+
+A new architecture is one entry (here in a registry of its own, to leave the real one as it is):
+
+>>> from lumoscore.registry import Registry
+>>> mine = Registry("fabric")
+>>> _ = mine.register("clos-51.2T-3tier-3:1", clos_architecture(51.2, 3, oversubscription=3.0))
+>>> mine["clos-51.2T-3tier-3:1"].build(4608).uplinks
+8
 """
 
 from __future__ import annotations
 
+import inspect
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -36,47 +59,63 @@ from lumoscore.errors import ConfigError
 from lumoscore.fabric.base import Fabric
 from lumoscore.fabric.best import BestFabric
 from lumoscore.fabric.clos import ClosFabric
-from lumoscore.fabric.lumos import LUMOS_ROUTING_MODES, LumosCoreFabric
-from lumoscore.fabric.routing import ROUTING_MODES
+from lumoscore.fabric.lumos import LumosCoreFabric
 from lumoscore.hardware.sizing import STANDARD_PORT_SPEEDS_GBPS, clos_max_gpus, radix
+from lumoscore.registry import Registry
 from lumoscore.topology.cluster import ClusterSpec
 
-__all__ = ["LUMOSCORE_PRESETS", "PRESETS", "clos_port_speed", "make_fabric", "make_lumoscore"]
+__all__ = [
+    "FABRICS",
+    "LUMOSCORE_PRESETS",
+    "PRESETS",
+    "Architecture",
+    "architecture",
+    "clos_architecture",
+    "clos_port_speed",
+    "lumoscore_architecture",
+    "make_fabric",
+]
 
-#: LumosCore presets (:func:`make_lumoscore`).
-LUMOSCORE_PRESETS: tuple[str, ...] = (
-    "lumoscore-51.2T-tau2",
-    "lumoscore-51.2T-tau1",
-    "lumoscore-25.6T-tau1",
-)
-#: Every named preset of the paper's evaluation.
-PRESETS: tuple[str, ...] = (
-    "best",
-    "clos-51.2T-3tier",
-    "clos-25.6T-3tier",
-    "clos-25.6T-4tier",
-    *LUMOSCORE_PRESETS,
-)
-_GENERIC = "clos-<chip>T-<n>tier, clos-<chip>T-<n>tier-<o>:1, leaf-spine-<chip>T"
-_CLOS_RE = re.compile(
-    r"^clos-(?P<chip>\d+(?:\.\d+)?)t-(?P<tiers>\d+)tier(?:-(?P<num>\d+(?:\.\d+)?):(?P<den>\d+))?$"
-)
-_LEAF_SPINE_RE = re.compile(r"^leaf-spine-(?P<chip>\d+(?:\.\d+)?)t$")
 #: Port speed of the Best fabric (LumosCore §6.2).
 BEST_PORT_GBPS = 1600.0
 #: Port speed and OCS ports of the LumosCore presets (LumosCore §6.2: 1.6 Tb/s, 512-port OCS).
 LUMOSCORE_PORT_GBPS = 1600.0
 LUMOSCORE_OCS_PORTS = 512
-#: Chip (Tb/s) and tau of each LumosCore preset.
-_LUMOS_PARAMS: dict[str, tuple[float, int]] = {
-    "lumoscore-51.2t-tau2": (51.2, 2),
-    "lumoscore-51.2t-tau1": (51.2, 1),
-    "lumoscore-25.6t-tau1": (25.6, 1),
-}
+#: Generic (parsed) names.
+_GENERIC = "clos-<chip>T-<n>tier, clos-<chip>T-<n>tier-<o>:1, leaf-spine-<chip>T"
+_CLOS_RE = re.compile(
+    r"^clos-(?P<chip>\d+(?:\.\d+)?)t-(?P<tiers>\d+)tier(?:-(?P<num>\d+(?:\.\d+)?):(?P<den>\d+))?$"
+)
+_LEAF_SPINE_RE = re.compile(r"^leaf-spine-(?P<chip>\d+(?:\.\d+)?)t$")
+#: Relative cost of a simulated job-GPU on a fabric whose jobs share links (rate solves
+#: dominate) and on one whose jobs are isolated or placed apart (used to schedule sweeps).
+_SHARED_COST, _ISOLATED_COST = 10.0, 1.0
 
 
-def _allowed() -> str:
-    return f"{', '.join(PRESETS)} or {_GENERIC}"
+@dataclass(frozen=True)
+class Architecture:
+    """A named fabric.
+
+    Attributes
+    ----------
+    build : callable
+        ``build(gpus, *, routing=None, seed=0, gpus_per_server=8, rail_optimized=False,
+        **options) -> Fabric``: the fabric for ``gpus`` GPUs (``options`` go to the fabric
+        class); raises :class:`~lumoscore.errors.ConfigError` for a size it cannot hold.
+    fabric_class : type
+        The class it builds; its ``routings`` are the routings the architecture accepts.
+    relative_cost : float
+        Simulation cost per job and GPU relative to Best (only orders a sweep's runs).
+    """
+
+    build: Callable[..., Fabric]
+    fabric_class: type[Fabric]
+    relative_cost: float = _ISOLATED_COST
+
+    @property
+    def routings(self) -> tuple[str, ...]:
+        """Routing policies the architecture accepts (the first is its default)."""
+        return self.fabric_class.routings
 
 
 def clos_port_speed(
@@ -108,55 +147,107 @@ def clos_port_speed(
     )
 
 
-def make_lumoscore(
-    name: str,
+# -- builders -------------------------------------------------------------------------------
+def _build_best(
     gpus: int,
     *,
     routing: str | None = None,
     seed: int = 0,
     gpus_per_server: int = 8,
-    **options: object,
-) -> LumosCoreFabric:
-    """Build the LumosCore preset ``name`` (one of :data:`LUMOSCORE_PRESETS`) for ``gpus``.
+    rail_optimized: bool = False,
+    **options: Any,
+) -> Fabric:
+    BestFabric.checked_routing(routing)
+    if rail_optimized:
+        raise ConfigError("rail_optimized must be False: Best has no leaves")
+    return BestFabric(gpus, BEST_PORT_GBPS, gpus_per_server, **options)
 
-    ``options`` go to :class:`~lumoscore.fabric.lumos.LumosCoreFabric` (``reconfig_delay_s``,
-    ``demand_method``, ``wiring``, ``solver``, ``policy``, ``admit_options``).
 
-    Examples
-    --------
-    >>> fab = make_lumoscore("lumoscore-51.2T-tau2", 512)
-    >>> d = fab.describe()
-    >>> d["pods"], d["gpus_per_pod"], d["spines_per_pod"], d["routing"]
-    (4, 128, 8, 'planned')
-    """
-    key = name.strip().lower()
-    if key not in _LUMOS_PARAMS:
-        raise ConfigError(
-            f"unknown LumosCore preset {name!r}; allowed: {', '.join(LUMOSCORE_PRESETS)}"
+def _clos_name(chip: float, tiers: int, over: float) -> str:
+    return f"clos-{chip:g}T-{tiers}tier" + (f"-{over:g}:1" if over != 1 else "")
+
+
+def _build_clos(
+    gpus: int,
+    *,
+    chip_tbps: float,
+    tiers: int,
+    oversubscription: float,
+    name: str,
+    routing: str | None = None,
+    seed: int = 0,
+    gpus_per_server: int = 8,
+    rail_optimized: bool = False,
+    **options: Any,
+) -> Fabric:
+    port_gbps, r = clos_port_speed(chip_tbps, tiers, gpus, oversubscription)
+    try:
+        return ClosFabric(
+            gpus,
+            port_gbps,
+            r,
+            tiers,
+            oversubscription=oversubscription,
+            gpus_per_server=gpus_per_server,
+            routing=ClosFabric.checked_routing(routing),
+            rail_optimized=rail_optimized,
+            seed=seed,
+            name=name,
+            **options,
         )
-    chip, tau = _LUMOS_PARAMS[key]
-    canonical = LUMOSCORE_PRESETS[list(_LUMOS_PARAMS).index(key)]
-    if routing is not None and routing not in LUMOS_ROUTING_MODES:
-        raise ConfigError(
-            f"fabric {canonical!r}: routing={routing!r} unknown; allowed: "
-            f"{', '.join(LUMOS_ROUTING_MODES)}"
-        )
-    k = radix(chip, LUMOSCORE_PORT_GBPS) // 2
+    except ConfigError as exc:
+        raise ConfigError(f"at {port_gbps:g} Gb/s (radix {r}): {exc}") from exc
+
+
+def clos_architecture(
+    chip_tbps: float, tiers: int, *, oversubscription: float = 1.0, name: str | None = None
+) -> Architecture:
+    """An n-tier Clos of ``chip_tbps`` chips at the fastest standard port speed that holds
+    the cluster (``name``: the fabric's name; default ``clos-<chip>T-<n>tier[-<o>:1]``)."""
+    if tiers not in (2, 3, 4):
+        raise ConfigError(f"tiers must be 2, 3 or 4, got {tiers}")
+    if not oversubscription >= 1:
+        raise ConfigError(f"oversubscription must be >= 1:1, got {oversubscription:g}:1")
+    build = partial(
+        _build_clos,
+        chip_tbps=chip_tbps,
+        tiers=tiers,
+        oversubscription=oversubscription,
+        name=name or _clos_name(chip_tbps, tiers, oversubscription),
+    )
+    return Architecture(build, ClosFabric, _SHARED_COST)
+
+
+def _build_lumoscore(
+    gpus: int,
+    *,
+    chip_tbps: float,
+    tau: int,
+    name: str,
+    routing: str | None = None,
+    seed: int = 0,
+    gpus_per_server: int = 8,
+    rail_optimized: bool = False,
+    **options: Any,
+) -> Fabric:
+    if rail_optimized:
+        raise ConfigError("rail_optimized is not supported by the LumosCore fabric")
+    routing = LumosCoreFabric.checked_routing(routing)
+    k = radix(chip_tbps, LUMOSCORE_PORT_GBPS) // 2
     per_pod = k * k // tau
     max_pods = LUMOSCORE_OCS_PORTS
     if not (isinstance(gpus, int | np.integer) and gpus >= 1 and gpus % per_pod == 0):
         raise ConfigError(
-            f"fabric {canonical!r}: gpus={gpus!r} must be a whole number of pods of {per_pod} "
-            f"GPUs: {per_pod}, {2 * per_pod}, {3 * per_pod}, ... up to {max_pods * per_pod}"
+            f"gpus={gpus!r} must be a whole number of pods of {per_pod} GPUs: {per_pod}, "
+            f"{2 * per_pod}, {3 * per_pod}, ... up to {max_pods * per_pod}"
         )
     if gpus // per_pod > max_pods:
         raise ConfigError(
-            f"fabric {canonical!r}: gpus={gpus} needs {gpus // per_pod} pods, more than the "
-            f"{max_pods} ports of an OCS; valid sizes: multiples of {per_pod} up to "
-            f"{max_pods * per_pod}"
+            f"gpus={gpus} needs {gpus // per_pod} pods, more than the {max_pods} ports of an "
+            f"OCS; valid sizes: multiples of {per_pod} up to {max_pods * per_pod}"
         )
     spec = ClusterSpec.from_chip(
-        chip,
+        chip_tbps,
         LUMOSCORE_PORT_GBPS,
         tau=tau,
         gpus=int(gpus),
@@ -164,13 +255,62 @@ def make_lumoscore(
         ocs_ports=LUMOSCORE_OCS_PORTS,
     )
     return LumosCoreFabric(
-        spec,
-        routing=routing or "planned",
-        seed=seed,
-        name=canonical,
-        chip_tbps=chip,
-        **options,  # type: ignore[arg-type]
+        spec, routing=routing, seed=seed, name=name, chip_tbps=chip_tbps, **options
     )
+
+
+def lumoscore_architecture(chip_tbps: float, tau: int, *, name: str) -> Architecture:
+    """A LumosCore cluster of ``chip_tbps`` chips and ``tau`` at 1.6 Tb/s with 512-port OCSes
+    (``options`` of its build go to :class:`~lumoscore.fabric.lumos.LumosCoreFabric`:
+    ``reconfig_delay_s``, ``demand_method``, ``wiring``, ``solver``, ``policy``,
+    ``admit_options``)."""
+    build = partial(_build_lumoscore, chip_tbps=chip_tbps, tau=tau, name=name)
+    return Architecture(build, LumosCoreFabric, _ISOLATED_COST)
+
+
+# -- the registry ---------------------------------------------------------------------------
+#: Named architectures.
+FABRICS: Registry[Architecture] = Registry("fabric preset")
+FABRICS.register("best", Architecture(_build_best, BestFabric, _ISOLATED_COST))
+for _chip, _tiers in ((51.2, 3), (25.6, 3), (25.6, 4)):
+    FABRICS.register(_clos_name(_chip, _tiers, 1.0), clos_architecture(_chip, _tiers))
+for _chip, _tau in ((51.2, 2), (51.2, 1), (25.6, 1)):
+    _name = f"lumoscore-{_chip:g}T-tau{_tau}"
+    FABRICS.register(_name, lumoscore_architecture(_chip, _tau, name=_name))
+
+#: Every registered architecture name.
+PRESETS: tuple[str, ...] = FABRICS.names()
+#: The registered LumosCore architectures.
+LUMOSCORE_PRESETS: tuple[str, ...] = tuple(
+    n for n, a in FABRICS.items() if a.fabric_class is LumosCoreFabric
+)
+
+
+def architecture(name: str) -> tuple[str, Architecture]:
+    """The canonical name and :class:`Architecture` of ``name`` (registered or generic,
+    case-insensitive); an unknown name raises a ConfigError listing the allowed names."""
+    if not isinstance(name, str):
+        raise ConfigError(f"fabric preset must be a name, got {name!r}")
+    key = name.strip().lower()
+    for known, arch in FABRICS.items():
+        if known.lower() == key:
+            return known, arch
+    m = _CLOS_RE.match(key)
+    if m:
+        chip, tiers = float(m["chip"]), int(m["tiers"])
+        over = float(m["num"]) / float(m["den"]) if m["num"] else 1.0
+    else:
+        m = _LEAF_SPINE_RE.match(key)
+        if not m:
+            raise ConfigError(
+                f"unknown fabric preset {name!r}; allowed: {', '.join(FABRICS)} or {_GENERIC}"
+            )
+        chip, tiers, over = float(m["chip"]), 2, 1.0
+    canonical = _clos_name(chip, tiers, over) if _CLOS_RE.match(key) else f"leaf-spine-{chip:g}T"
+    try:
+        return canonical, clos_architecture(chip, tiers, oversubscription=over, name=canonical)
+    except ConfigError as exc:
+        raise ConfigError(f"fabric {name!r}: {exc}") from exc
 
 
 def make_fabric(
@@ -181,26 +321,29 @@ def make_fabric(
     seed: int = 0,
     gpus_per_server: int = 8,
     rail_optimized: bool = False,
+    **options: Any,
 ) -> Fabric:
-    """Build the preset fabric ``name`` for ``gpus`` GPUs.
+    """Build the architecture ``name`` for ``gpus`` GPUs.
 
     Parameters
     ----------
     name : str
-        One of :data:`PRESETS` or a generic ``clos-<chip>T-<n>tier[-<o>:1]`` /
+        A name in :data:`FABRICS` or a generic ``clos-<chip>T-<n>tier[-<o>:1]`` /
         ``leaf-spine-<chip>T`` name (case-insensitive).
     gpus : int
         Cluster size.
     routing : str, optional
-        Routing policy (:data:`~lumoscore.fabric.routing.ROUTING_MODES`); default ``ecmp``
-        for Clos fabrics. ``best`` accepts only ``None`` or ``ideal``; LumosCore presets
-        :data:`~lumoscore.fabric.lumos.LUMOS_ROUTING_MODES` (default ``planned``).
+        Routing policy, one of the architecture's
+        :attr:`~Architecture.routings` (default: the first: ``ecmp`` for Clos, ``planned``
+        for LumosCore, ``ideal`` for Best).
     seed : int
         Seed of the ECMP hash seeds.
     gpus_per_server : int
         GPUs per server.
     rail_optimized : bool
         Rail-optimized intra-pod wiring (Clos only).
+    **options
+        Passed to the fabric class (e.g. LumosCore's ``reconfig_delay_s``).
 
     Examples
     --------
@@ -208,58 +351,41 @@ def make_fabric(
     1600.0
     >>> make_fabric("leaf-spine-51.2T", 512, routing="source").describe()["tiers"]
     2
+    >>> make_fabric("best", 64, routing="ecmp")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lumoscore.errors.ConfigError: fabric 'best': routing 'ecmp' does not apply to this fabric; ...
     """
-    key = name.strip().lower()
-    if key in _LUMOS_PARAMS:
-        if rail_optimized:
-            raise ConfigError(
-                f"fabric {name!r}: rail_optimized is not supported by the LumosCore fabric"
-            )
-        return make_lumoscore(
-            name, gpus, routing=routing, seed=seed, gpus_per_server=gpus_per_server
-        )
-    if routing is not None and routing not in ROUTING_MODES:
-        raise ConfigError(f"routing={routing!r} unknown; allowed: {', '.join(ROUTING_MODES)}")
-    if key == "best":
-        if routing not in (None, "ideal"):
-            raise ConfigError(f"fabric 'best' routes ideally; routing={routing!r} not allowed")
-        if rail_optimized:
-            raise ConfigError("fabric 'best' has no leaves; rail_optimized must be False")
-        return BestFabric(gpus, BEST_PORT_GBPS, gpus_per_server)
-    m = _CLOS_RE.match(key)
-    if m:
-        chip, tiers = float(m["chip"]), int(m["tiers"])
-        over = float(m["num"]) / float(m["den"]) if m["num"] else 1.0
-    else:
-        m = _LEAF_SPINE_RE.match(key)
-        if not m:
-            raise ConfigError(f"unknown fabric preset {name!r}; allowed: {_allowed()}")
-        chip, tiers, over = float(m["chip"]), 2, 1.0
-    if tiers not in (2, 3, 4):
-        raise ConfigError(f"fabric {name!r}: tiers must be 2, 3 or 4, got {tiers}")
-    if over < 1:
-        raise ConfigError(f"fabric {name!r}: oversubscription must be >= 1:1, got {over:g}:1")
-    canonical = (
-        f"clos-{chip:g}T-{tiers}tier" + (f"-{over:g}:1" if over != 1 else "")
-        if _CLOS_RE.match(key)
-        else f"leaf-spine-{chip:g}T"
-    )
+    canonical, arch = architecture(name)
+    _check_options(canonical, arch, options)
     try:
-        port_gbps, r = clos_port_speed(chip, tiers, gpus, over)
-    except ConfigError as exc:
-        raise ConfigError(f"fabric {name!r}: {exc}") from None
-    try:
-        return ClosFabric(
+        return arch.build(
             gpus,
-            port_gbps,
-            r,
-            tiers,
-            oversubscription=over,
-            gpus_per_server=gpus_per_server,
-            routing=routing or "ecmp",
-            rail_optimized=rail_optimized,
+            routing=routing,
             seed=seed,
-            name=canonical,
+            gpus_per_server=gpus_per_server,
+            rail_optimized=rail_optimized,
+            **options,
         )
     except ConfigError as exc:
-        raise ConfigError(f"fabric {name!r} at {port_gbps:g} Gb/s (radix {r}): {exc}") from None
+        raise ConfigError(f"fabric {canonical!r}: {exc}") from exc
+
+
+#: Constructor parameters that :func:`make_fabric` sets itself.
+_SET_BY_MAKE = frozenset(
+    ("self", "gpus", "spec", "port_gbps", "radix", "tiers", "routing", "seed", "name",
+     "gpus_per_server", "rail_optimized", "chip_tbps", "oversubscription")
+)  # fmt: skip
+
+
+def _check_options(name: str, arch: Architecture, options: dict[str, Any]) -> None:
+    """Options the architecture's fabric class does not take raise a ConfigError naming
+    them and listing the ones it takes."""
+    params = inspect.signature(arch.fabric_class.__init__).parameters
+    allowed = [n for n, p in params.items() if n not in _SET_BY_MAKE and p.default is not p.empty]
+    bad = sorted(set(options) - set(allowed))
+    if bad:
+        raise ConfigError(
+            f"fabric {name!r}: option(s) {', '.join(bad)} unknown; allowed: "
+            f"{', '.join(allowed) or 'none'}"
+        )

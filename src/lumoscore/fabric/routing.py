@@ -7,6 +7,11 @@ per-flow arrays: the flow's current switch (or its link-id bases: the up link of
 ``up_base + p`` and the matching down link on the destination side ``down_base + p``) and an
 ``active`` mask (flows that climb past this tier); inactive flows get port 0 (ignored).
 
+Every routing policy a fabric can use is an entry of :data:`ROUTINGS` (name ->
+:class:`Routing`: what the simulator needs to know of it); each fabric class lists the names it
+implements in ``Fabric.routings`` (:mod:`lumoscore.fabric.base`), and validates a requested
+name in one place (``Fabric.checked_routing``).
+
 Policies (LumosCore §4.4 and §6.5, Fig. 25; vClos §5.2):
 
 * ``ecmp``: ``hash(src, dst, flow_key; tier seed) mod n_ports`` (:func:`ecmp_ports`).
@@ -18,6 +23,10 @@ Policies (LumosCore §4.4 and §6.5, Fig. 25; vClos §5.2):
   takes the one whose up link plus down link carry the fewest flows, counting the flows routed
   earlier in the same call (:func:`probe_ports`); ties are broken by the flow hash.
 * ``ideal``: no routing at all (a contention-free route of the two NIC links).
+* ``planned`` (LumosCore): routes from the job's logical topology
+  (:mod:`lumoscore.fabric.lumos`).
+* ``fixed``: a fabric's one routing of its own, of which the simulator assumes nothing (the
+  default of a :class:`~lumoscore.fabric.base.Fabric` subclass that declares no routings).
 
 :class:`~lumoscore.fabric.clos.ClosFabric` routes with a compiled per-flow equivalent of these
 policies (one pass over the flows, all tiers); the functions here are the whole-call, tier by
@@ -32,20 +41,56 @@ Examples
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from lumoscore.registry import Registry
+
 __all__ = [
-    "ROUTING_MODES",
+    "ROUTINGS",
+    "Routing",
     "balanced_ports",
     "ecmp_ports",
     "probe_ports",
     "rank_within_groups",
 ]
 
-#: Routing policies understood by the electrical fabrics.
-ROUTING_MODES: tuple[str, ...] = ("ecmp", "balanced", "source", "probing", "ideal")
+
+@dataclass(frozen=True)
+class Routing:
+    """What the simulator needs to know of a routing policy.
+
+    Attributes
+    ----------
+    summary : str
+        One line for help texts and docs.
+    load_aware : bool
+        Routes depend on the flows in flight: the simulator passes the current link load
+        (``link_load``) to :meth:`Fabric.routes <lumoscore.fabric.base.Fabric.routes>`.
+    contention_free : bool
+        Jobs never share a link above their NICs (routes depend only on the job): the
+        simulator runs every job on its own timeline.
+    """
+
+    summary: str
+    load_aware: bool = False
+    contention_free: bool = False
+
+
+#: Routing policies by name.
+ROUTINGS: Registry[Routing] = Registry("routing")
+ROUTINGS.register("ecmp", Routing("hash of the flow's 5-tuple per tier (MurmurHash3)"))
+ROUTINGS.register("balanced", Routing("least-loaded up-port over the flows of one call"))
+ROUTINGS.register("source", Routing("vClos source routing: the port follows the source GPU"))
+ROUTINGS.register(
+    "probing", Routing("least-loaded of the candidate paths at flow start", load_aware=True)
+)
+ROUTINGS.register("ideal", Routing("contention-free: the two NIC links", contention_free=True))
+ROUTINGS.register("planned", Routing("LumosCore: from the job's logical topology"))
+ROUTINGS.register("fixed", Routing("the fabric's own routes, nothing assumed of them"))
 
 IntArray = NDArray[np.int64]
 

@@ -1,8 +1,19 @@
-"""A simple, deterministic placer for electrical fabrics: whole servers, best-fit runs.
+"""Placers: what chooses a job's GPUs, as a protocol and a registry.
 
-Jobs take whole servers (TP fills a server); a job smaller than a server takes GPUs of one
-server. Among runs of consecutive free servers long enough for the job, the shortest is used
-(best fit, least fragmentation); with no such run the lowest-numbered free servers are taken.
+A placer (:class:`Placer`) gives a job GPUs in rank order, or ``None`` when it does not fit
+now, and takes them back when the job leaves. Placers that survive GPU failures also
+implement :class:`FailurePlacer`. :data:`PLACERS` maps a name to a factory
+``factory(fabric) -> Placer``; a fabric names its default placer
+(:attr:`Fabric.default_placer <lumoscore.fabric.base.Fabric.default_placer>`):
+
+* ``server``: :class:`ServerPlacer`, whole servers, best-fit runs (electrical fabrics);
+* ``fabric``: the fabric places its own jobs (LumosCore: placement, logical topology and OCS
+  configuration go together); the fabric must implement the protocol itself.
+
+:class:`ServerPlacer`: jobs take whole servers (TP fills a server); a job smaller than a
+server takes GPUs of one server. Among runs of consecutive free servers long enough for the
+job, the shortest is used (best fit, least fragmentation); with no such run the
+lowest-numbered free servers are taken.
 Consecutive servers share leaves and pods, so this is locality-first on any fabric whose GPU
 numbering follows its hierarchy.
 
@@ -20,15 +31,49 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
 import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError
+from lumoscore.registry import Registry
 from lumoscore.workload.job import Job
 
-__all__ = ["ServerPlacer"]
+__all__ = ["PLACERS", "FailurePlacer", "Placer", "ServerPlacer"]
 
 IntArray = NDArray[np.int64]
+
+
+@runtime_checkable
+class Placer(Protocol):
+    """What the simulator needs from a placement policy.
+
+    A placer may also have a ``free_gpus`` attribute (GPUs it could place on now); without
+    it the simulator counts the GPUs held by no job and not failed.
+    """
+
+    def place(self, job: Job) -> IntArray | None:
+        """GPUs for the job in rank order, or ``None`` if it does not fit now."""
+        ...
+
+    def release(self, job_id: int) -> Any:
+        """Free the job's GPUs (a placing fabric frees them in its ``release`` hook)."""
+        ...
+
+
+@runtime_checkable
+class FailurePlacer(Placer, Protocol):
+    """A placer that takes failed GPUs out of service and back (runs with failures)."""
+
+    def fail_gpus(self, gpus: IntArray) -> None:
+        """The GPUs failed: place nothing on them (or their servers) until repaired."""
+        ...
+
+    def repair_gpus(self, gpus: IntArray) -> None:
+        """The GPUs are back."""
+        ...
 
 
 class ServerPlacer:
@@ -103,3 +148,18 @@ class ServerPlacer:
         """Give the job's GPUs back."""
         gpus = self.owned.pop(job_id)
         np.add.at(self.free_slots, gpus // self.gps, 1)
+
+
+def _fabric_places(fabric: Any) -> Placer:
+    if not isinstance(fabric, Placer):
+        raise ConfigError(
+            f"placer 'fabric': fabric {getattr(fabric, 'name', fabric)!r} does not place jobs "
+            "(it has no place() and release())"
+        )
+    return fabric
+
+
+#: Placers by name: ``factory(fabric) -> Placer``.
+PLACERS: Registry[Callable[[Any], Placer]] = Registry("placer")
+PLACERS.register("server", lambda fabric: ServerPlacer(fabric.gpus, fabric.spec.gpus_per_server))
+PLACERS.register("fabric", _fabric_places)

@@ -225,10 +225,11 @@ def build_plan(
 ) -> JobPlan:
     """Route every round of one iteration of ``job`` placed on ``gpus`` (rank order).
 
-    ``link_load`` (fabrics with probing routing): flows other jobs send on each link; probing
-    then steers this job's flows around them (see :func:`probe_load`).
+    ``link_load`` (fabrics whose routing is load-aware, :attr:`Fabric.load_aware
+    <lumoscore.fabric.base.Fabric.load_aware>`): flows other jobs send on each link; the
+    routing then steers this job's flows around them (see :func:`probe_load`).
     """
-    probing = link_load is not None and getattr(fabric, "routing", None) == "probing"
+    probing = link_load is not None and fabric.load_aware
     # A job's bytes are fixed by its model: its ideal iteration time is at the reference port
     # speed. A fabric with slower ports takes longer; the contention level compares with
     # the contention-free time at the fabric's own port speed.

@@ -1,0 +1,117 @@
+"""Fabric changes during a run: capacity changes (OCS reconfigurations) and re-routing.
+
+A fabric returns a :class:`~lumoscore.fabric.base.FabricChange` when it admits or releases a
+job. :class:`FabricChanges` applies it exactly: every job whose links change first leaves its
+precomputed timeline at the old capacities (isolated jobs go round by round, solo rounds
+join the fluid set), then the capacities change, then the timelines crossing them are
+recomputed; running jobs whose routes crossed a link that went away are routed again, with
+the bits of their round in flight moved onto the new routes.
+
+It also builds every job's plan (:meth:`FabricChanges.routed`): routing depends on the fabric
+as it is at that moment (its capacities, and for load-aware routing the flows in flight).
+
+Examples
+--------
+>>> import numpy as np
+>>> from lumoscore.fabric import BestFabric
+>>> from lumoscore.fabric.base import FabricChange
+>>> from lumoscore.sim.rounds import RoundModel
+>>> from lumoscore.sim.state import RunState
+>>> fab = BestFabric(gpus=16)
+>>> st = RunState.new(fab, [], eps=0.0, isolation=True)
+>>> changes = FabricChanges(st, RoundModel(st, reserve=True), None)
+>>> changes.apply(FabricChange(links=np.array([0]), capacity_bps=np.array([5e11])), 0.0)
+>>> float(fab.capacity_bps[0]), st.stats["reconfigurations"]
+(500000000000.0, 1)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lumoscore.fabric.base import FabricChange
+from lumoscore.sim.plan import JobPlan, build_plan
+from lumoscore.sim.probing import LinkLoad
+from lumoscore.sim.rounds import RoundModel
+from lumoscore.sim.state import JobRun, RunState, SimulationError
+from lumoscore.workload.job import Job
+
+__all__ = ["FabricChanges"]
+
+IntArray = NDArray[np.int64]
+
+
+class FabricChanges:
+    """Capacity changes, routing and re-routing of one run.
+
+    Parameters
+    ----------
+    state : RunState
+        The run's shared state.
+    model : RoundModel
+        The rate model whose timelines the changes move.
+    link_load : LinkLoad, optional
+        The link load load-aware routing sees (``None`` when the fabric's routing is not
+        load-aware).
+    """
+
+    def __init__(self, state: RunState, model: RoundModel, link_load: LinkLoad | None) -> None:
+        self.s = state
+        self.model = model
+        self.link_load = link_load
+
+    def apply(self, change: FabricChange, now: float) -> None:
+        """Apply a capacity change exactly: first take every job whose links change off
+        its precomputed timeline (at the old capacities), then apply, then re-solve."""
+        if change.empty:
+            return
+        s, model = self.s, self.model
+        s.stats["reconfigurations"] += 1
+        scratch = model.scratch
+        scratch[change.links] = True
+        model.demote_isolated(now)
+        model.solo_to_fluid(now)
+        model.fluid.attach(change.links)
+        s.fabric.apply(change)
+        model.fluid.touch()
+        model.resolo_marked()
+        scratch[change.links] = False
+        for jid in change.reroute:
+            if jid in s.running:
+                self.reroute(s.running[jid], now)
+
+    def reroute(self, run: JobRun, now: float) -> None:
+        """Route a running job again (its routes crossed a link that went away): new plan
+        from the next round on, and a round in flight moves its remaining bits onto the new
+        routes now (in the shared fluid set)."""
+        jid = run.job.job_id
+        s = self.s
+        s.fabric.forget_routes(jid)
+        t0 = time.perf_counter()
+        plan = self.routed(run.job, run.gpus)
+        s.stats["plans_s"] += time.perf_counter() - t0
+        s.stats["reroutes"] += 1
+        if self.link_load is not None:
+            self.link_load.replace(jid, plan)
+        self.model.replan(run, plan, now)
+        self.model.move_round(run, now)
+
+    def routed(self, job: Job, gpus: IntArray) -> JobPlan:
+        """The job's plan on the fabric as it is now; its flows must be able to finish."""
+        s = self.s
+        load = None if self.link_load is None else self.link_load.load
+        plan = build_plan(job, gpus, s.fabric, eps=s.eps, link_load=load)
+        cap = s.cap
+        for r, rp in enumerate(plan.rounds):
+            if not math.isfinite(rp.solo_s):
+                dead = rp.links[cap[rp.links] <= 0.0]
+                raise SimulationError(
+                    f"job {job.job_id}: round {r} ({rp.tag}) is routed over links of no "
+                    f"capacity {dead[:8].tolist()}: its flows can never finish (the fabric "
+                    "must route around links it has taken away)"
+                )
+        return plan
