@@ -208,3 +208,15 @@ def test_compiled_row_order_is_lexsort(n: int, n_dst: int, seed: int) -> None:
     assert sorted(got.tolist()) == list(range(n))
     for col in (src, dst, size):
         assert np.array_equal(col[got], col[ref])
+
+
+def test_every_collective_of_the_job_model_has_a_dp_pattern() -> None:
+    """The job model's collective names and the traffic registry are the same set, so no
+    job's collective falls back to another's pattern."""
+    from lumoscore.errors import ConfigError
+    from lumoscore.traffic.iteration import DP_COLLECTIVES
+    from lumoscore.workload.job import COLLECTIVES
+
+    assert set(DP_COLLECTIVES) == set(COLLECTIVES)
+    with pytest.raises(ConfigError, match="allowed: ring"):
+        DP_COLLECTIVES["butterfly"]

@@ -68,6 +68,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import accumulate
 from typing import Literal
 
@@ -76,12 +77,21 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.registry import Registry
 from lumoscore.topology.cluster import ClusterSpec
 from lumoscore.traffic.collectives import halving_doubling, pairwise_all_to_all
 from lumoscore.traffic.flows import Flows, Round, Schedule
 from lumoscore.workload.job import REFERENCE_PORT_GBPS, Job
 
-__all__ = ["class_times_s", "iteration_flows", "rank_grid"]
+__all__ = [
+    "DP_COLLECTIVES",
+    "all_to_all_steps",
+    "alternating_rings",
+    "class_times_s",
+    "halving_doubling_steps",
+    "iteration_flows",
+    "rank_grid",
+]
 
 IntArray = NDArray[np.int64]
 AggregateKey = Literal["leaf", "server", "gpu"]
@@ -499,23 +509,44 @@ def _peak_load(
     return peak
 
 
-def _dp_patterns(
-    job: Job, grid: IntArray
-) -> list[tuple[IntArray, IntArray, NDArray[np.float64] | None]]:
-    """Unit-size DP flows of every stage (``grid`` has shape (pp, dp, tp)); ``None`` sizes
-    mean all ones."""
+#: One stage's unit-size data-parallel flows: ``(src, dst, sizes)``, ``sizes`` ``None`` for
+#: all ones.
+DPFlows = tuple[IntArray, IntArray, NDArray[np.float64] | None]
+
+
+def alternating_rings(rails: IntArray) -> DPFlows:
+    """Rings over each rail (``rails``: shape (tp, dp), GPUs in DP rank order): to the next
+    rank on even rails, to the previous one on odd rails."""
+    odd = (np.arange(rails.shape[0]) % 2 == 1)[:, None]
+    dst = np.where(odd, np.roll(rails, 1, axis=1), np.roll(rails, -1, axis=1))
+    return rails.reshape(-1), dst.reshape(-1), None
+
+
+def halving_doubling_steps(rails: IntArray) -> DPFlows:
+    """Every step of a halving-doubling all-reduce on each rail, merged."""
+    f = halving_doubling(rails, 1.0).merged()
+    return f.src, f.dst, f.bytes
+
+
+def all_to_all_steps(rails: IntArray) -> DPFlows:
+    """Every step of a pairwise all-to-all on each rail, merged."""
+    f = pairwise_all_to_all(rails, 1.0).merged()
+    return f.src, f.dst, f.bytes
+
+
+#: Data-parallel collectives by name (the names of
+#: :data:`~lumoscore.workload.job.COLLECTIVES`): ``pattern(rails) -> DPFlows`` for one
+#: stage's rails. Hierarchical ring's intra-server parts stay on NVLink, leaving exactly the
+#: rail rings on the network.
+DP_COLLECTIVES: Registry[Callable[[IntArray], DPFlows]] = Registry("collective")
+DP_COLLECTIVES.register("ring", alternating_rings)
+DP_COLLECTIVES.register("hierarchical-ring", alternating_rings)
+DP_COLLECTIVES.register("halving-doubling", halving_doubling_steps)
+DP_COLLECTIVES.register("all-to-all", all_to_all_steps)
+
+
+def _dp_patterns(job: Job, grid: IntArray) -> list[DPFlows]:
+    """Unit-size DP flows of every stage (``grid`` has shape (pp, dp, tp))."""
     rails = grid.transpose(0, 2, 1)  # (pp, tp, dp): one row per rail
-    if job.collective in ("ring", "hierarchical-ring"):
-        odd = (np.arange(job.tp) % 2 == 1)[None, :, None]
-        dst = np.where(odd, np.roll(rails, 1, axis=2), np.roll(rails, -1, axis=2))
-        src = rails.reshape(job.pp, -1)
-        dst = dst.reshape(job.pp, -1)
-        return [(src[s], dst[s], None) for s in range(job.pp)]
-    out: list[tuple[IntArray, IntArray, NDArray[np.float64] | None]] = []
-    for s in range(job.pp):
-        if job.collective == "halving-doubling":
-            f = halving_doubling(rails[s], 1.0).merged()
-        else:  # "all-to-all"
-            f = pairwise_all_to_all(rails[s], 1.0).merged()
-        out.append((f.src, f.dst, f.bytes))
-    return out
+    pattern = DP_COLLECTIVES[job.collective]
+    return [pattern(rails[s]) for s in range(job.pp)]
