@@ -4,6 +4,10 @@ The app is thin: every sub-command lives in its own module of this package and o
 arguments, calls the library and prints. A module joins the app by defining
 ``register(app: typer.Typer) -> None``; :func:`build_app` discovers such modules, so adding a
 command never touches this file.
+
+Errors a user can fix print one line (``lumos: error: ...``) and exit with code 2. The global
+option ``lumos --debug COMMAND ...`` (or the environment variable ``LUMOS_DEBUG=1``) prints the
+full traceback, with the chain of causes, before that line.
 """
 
 from __future__ import annotations
@@ -11,10 +15,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+from typing import Annotated
 
 import typer
 
-from lumoscore.cli._common import run_guarded
+from lumoscore.cli._common import DEBUG_ENV, CliState, debug_from_env, run_guarded
 
 __all__ = ["build_app", "main"]
 
@@ -30,8 +35,19 @@ def build_app() -> typer.Typer:
     )
 
     @app.callback()
-    def _root() -> None:
+    def _root(
+        ctx: typer.Context,
+        debug: Annotated[
+            bool,
+            typer.Option(
+                "--debug",
+                help=f"On an error, also print the full traceback (or set {DEBUG_ENV}=1).",
+            ),
+        ] = False,
+    ) -> None:
         """LumosCore: size, wire, engineer and simulate OCS-core GPU clusters."""
+        if debug:
+            ctx.ensure_object(CliState).debug = True
 
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
@@ -44,7 +60,16 @@ def build_app() -> typer.Typer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``lumos`` script."""
+    """Entry point of the ``lumos`` script: run the app, exit with its code.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+    """
+    state = CliState(debug=debug_from_env())
     app = build_app()
-    code = run_guarded(lambda: app(args=argv, standalone_mode=False, prog_name="lumos"))
+    code = run_guarded(
+        lambda: app(args=argv, standalone_mode=False, prog_name="lumos", obj=state), state
+    )
     sys.exit(code)

@@ -1,11 +1,13 @@
-"""Helpers shared by the CLI command modules: JSON output and one-line errors."""
+"""Helpers shared by the CLI command modules: JSON output, one-line errors, ``--debug``."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,9 +18,52 @@ import typer
 
 from lumoscore.errors import LumosError
 
-__all__ = ["JsonOption", "emit_json", "run_guarded", "to_jsonable"]
+__all__ = [
+    "DEBUG_ENV",
+    "CliState",
+    "JsonOption",
+    "debug_from_env",
+    "emit_json",
+    "run_guarded",
+    "to_jsonable",
+]
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+
+#: Environment variable that turns ``--debug`` on (any value but empty, 0, false, no, off).
+DEBUG_ENV = "LUMOS_DEBUG"
+
+
+@dataclasses.dataclass
+class CliState:
+    """Options of one ``lumos`` invocation that apply to every command.
+
+    :func:`lumoscore.cli.main` creates one per call and hands it to the app as the Click
+    context object (``ctx.obj``); the root callback records the global options in it and
+    :func:`run_guarded` reads them when an error comes out.
+
+    Attributes
+    ----------
+    debug : bool
+        On an error, print the full traceback (with its causes) before the one-line message.
+    """
+
+    debug: bool = False
+
+
+def debug_from_env(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether :data:`DEBUG_ENV` asks for ``--debug``.
+
+    Examples
+    --------
+    >>> debug_from_env({"LUMOS_DEBUG": "1"}), debug_from_env({"LUMOS_DEBUG": "0"})
+    (True, False)
+    >>> debug_from_env({})
+    False
+    """
+    env = os.environ if environ is None else environ
+    value = env.get(DEBUG_ENV, "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -73,24 +118,47 @@ _ABORT = tuple({typer.Abort, click.exceptions.Abort})
 _USAGE = tuple({click.ClickException, getattr(typer, "TyperException", click.ClickException)})
 
 
-def run_guarded(call: Callable[[], Any]) -> int:
-    """Run a Click/Typer app and map every expected failure to a one-line message, exit 2."""
+def _fail(message: str, exc: BaseException, state: CliState | None) -> int:
+    """Report an expected error: the traceback first under ``--debug``, then one line; exit 2."""
+    if state is not None and state.debug:
+        sys.stderr.write("".join(traceback.format_exception(exc)))
+    sys.stderr.write(f"lumos: error: {message}\n")
+    return 2
+
+
+def run_guarded(call: Callable[[], Any], state: CliState | None = None) -> int:
+    """Run a Click/Typer app and map every expected failure to a one-line message, exit 2.
+
+    Expected failures are usage errors, invalid input (:class:`pydantic.ValidationError`),
+    :class:`~lumoscore.errors.LumosError` and :class:`OSError`. With ``state.debug`` the full
+    traceback, with the chain of causes (for a failed sweep run, the worker's traceback), is
+    printed before the message. Any other exception is a bug and propagates with its
+    traceback, with or without ``--debug``.
+
+    Parameters
+    ----------
+    call : callable
+        Runs the app; its integer result is the exit code.
+    state : CliState, optional
+        The invocation's global options, read after ``call`` returns or raises.
+
+    Returns
+    -------
+    int
+        The exit code: the app's, or 2 for an expected failure.
+    """
     try:
         result = call()
     except _EXIT as exc:
         return int(getattr(exc, "exit_code", 0) or 0)
-    except _ABORT:
-        sys.stderr.write("lumos: error: aborted\n")
-        return 2
+    except _ABORT as exc:
+        return _fail("aborted", exc, state)
     except _USAGE as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":
             return 0  # the help text was printed: that is the answer
-        sys.stderr.write(f"lumos: error: {_usage_message(exc)}\n")
-        return 2
+        return _fail(_usage_message(exc), exc, state)
     except pydantic.ValidationError as exc:
-        sys.stderr.write(f"lumos: error: {_format_validation_error(exc)}\n")
-        return 2
+        return _fail(_format_validation_error(exc), exc, state)
     except (LumosError, OSError) as exc:
-        sys.stderr.write(f"lumos: error: {_first_line(str(exc))}\n")
-        return 2
+        return _fail(_first_line(str(exc)), exc, state)
     return int(result) if isinstance(result, int) else 0

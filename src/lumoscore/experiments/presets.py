@@ -40,14 +40,14 @@ import numpy as np
 import pydantic
 
 from lumoscore.errors import ConfigError
+from lumoscore.experiments.architectures import PAPER_ARCHITECTURES, PAPER_CLOS, PAPER_LUMOSCORE
 from lumoscore.experiments.config import (
     ExperimentConfig,
     RunConfig,
     expand,
     format_validation_error,
 )
-from lumoscore.fabric.presets import LUMOSCORE_PRESETS, PRESETS
-from lumoscore.fileio import atomic_write, atomic_write_text
+from lumoscore.fileio import atomic_write_text
 
 __all__ = [
     "PAPER_PRESETS",
@@ -66,7 +66,7 @@ PresetKind = Literal["simulation", "task"]
 
 #: Clos architectures of the paper's comparison (rail-optimized wiring and probing routing
 #: apply to these only).
-CLOS_ARCHS: tuple[str, ...] = tuple(a for a in PRESETS if a.startswith("clos-"))
+CLOS_ARCHS: tuple[str, ...] = PAPER_CLOS
 #: Default scale of the simulation presets (the paper: 1000 jobs, exact max-min rates);
 #: ``fig8c`` (16k-GPU runs) uses :data:`SWEEP_JOBS`.
 DEFAULT_JOBS = 200
@@ -164,7 +164,7 @@ def _experiment(
         "name": name,
         "description": description,
         "gpus": 4096,
-        "architectures": list(PRESETS),
+        "architectures": list(PAPER_ARCHITECTURES),
         "trace": {"preset": "lumoscore-paper", "jobs": jobs, "load": PAPER_LOAD},
         "eps": DEFAULT_EPS,
         "seeds": [1],
@@ -288,7 +288,7 @@ def _simulation_presets() -> list[PaperPreset]:
             _experiment(
                 "fig24",
                 "LumosCore Fig. 24: references",
-                architectures=["best", *LUMOSCORE_PRESETS],
+                architectures=["best", *PAPER_LUMOSCORE],
             ),
         ],
     )
@@ -309,7 +309,7 @@ def _simulation_presets() -> list[PaperPreset]:
             _experiment(
                 "fig25",
                 "LumosCore Fig. 25: LumosCore routing",
-                architectures=list(LUMOSCORE_PRESETS),
+                architectures=list(PAPER_LUMOSCORE),
                 sweep={"routing": ["ecmp", "planned", "ideal"]},
             ),
             _experiment("fig25", "LumosCore Fig. 25: Best", architectures=["best"]),
@@ -409,19 +409,11 @@ def _write_table(out_dir: Path, stem: str, rows: Sequence[Mapping[str, Any]]) ->
 
 
 def _save_figure(fig: Any, out_dir: Path, stem: str) -> list[Path]:
-    """``<stem>.png`` and ``<stem>.svg`` of a matplotlib figure (atomically)."""
-    paths = []
-    for fmt in ("png", "svg"):
-        meta = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
-        paths.append(
-            atomic_write(
-                out_dir / f"{stem}.{fmt}",
-                lambda tmp, fmt=fmt, meta=meta: fig.savefig(
-                    tmp, format=fmt, dpi=150, metadata=meta
-                ),
-            )
-        )
-    return paths
+    """``<stem>.png`` (150 dpi) and ``<stem>.svg`` of a matplotlib figure, atomically and
+    byte-for-byte reproducibly (:func:`lumoscore.figures.save_figures`)."""
+    from lumoscore.figures import save_figures
+
+    return list(save_figures(fig, out_dir, stem, formats=("png", "svg"), dpi=150))
 
 
 def _new_figure(width_in: float = 6.0, height_in: float = 3.8) -> Any:

@@ -211,7 +211,7 @@ def _local_results(
                         yield key, run_fn(cfg, progress=tick)  # type: ignore[call-arg]
                     else:
                         yield key, run_fn(cfg)
-                except Exception as exc:
+                except Exception as exc:  # reported with its traceback by run_sweep
                     yield key, exc
 
         yield inline()
@@ -247,6 +247,8 @@ def _local_results(
                 finished, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
                 drain()
                 for fut in finished:
+                    # A worker's exception carries the worker's traceback text as its
+                    # ``__cause__`` (``concurrent.futures.process._RemoteTraceback``).
                     exc = fut.exception()
                     yield futures[fut], fut.result() if exc is None else exc
 
@@ -303,7 +305,10 @@ def _dask_results(
             for fut in as_completed(futures):
                 key = futures[fut]
                 if fut.status == "error":
-                    yield key, fut.exception()
+                    exc = fut.exception()
+                    if exc.__traceback__ is None:  # keep the worker's traceback
+                        exc = exc.with_traceback(fut.traceback())
+                    yield key, exc
                 else:
                     yield key, fut.result()
 
@@ -359,8 +364,8 @@ def run_sweep(
     Raises
     ------
     SweepError
-        Some runs failed (the message lists them with the first error); every other result is
-        in the store.
+        Some runs failed (the message counts them and quotes the first error, which is the
+        ``__cause__``, with its traceback); every other result is in the store.
     """
     if executor not in ("local", "dask"):
         raise ConfigError(f"executor={executor!r} unknown; allowed: local, dask")
@@ -415,11 +420,13 @@ def run_sweep(
                 if key in in_flight:
                     bar.remove_task(in_flight.pop(key))
     if failed:
+        # The first failure is the cause: its traceback (for a pool or Dask worker, the
+        # worker's) stays attached to the SweepError.
         key, exc = failed[0]
         raise SweepError(
             f"{len(failed)} of {len(keyed)} runs failed (the others are stored in "
             f"{store.root}); first: {keyed[key].label()} [{key}]: {type(exc).__name__}: {exc}"
-        )
+        ) from exc
     index = store.index()
     order = {key: i for i, key in enumerate(keyed)}
     index = index[index["key"].isin(order)]

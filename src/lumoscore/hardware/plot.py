@@ -6,19 +6,21 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lumoscore.errors import ConfigError
-from lumoscore.fileio import atomic_write
+from lumoscore.figures import figure_format, save_figure
 from lumoscore.hardware.sizing import SizingRow
 
 __all__ = ["plot_scalability"]
 
-_FORMATS = (".png", ".svg", ".pdf")
+#: Resolution of the PNG chart.
+_DPI = 150
 
 
 def plot_scalability(rows: Sequence[SizingRow], path: str | Path) -> Path:
     """Write the max-GPUs-versus-port-speed chart of ``rows`` to ``path`` (PNG, SVG or PDF).
 
     One panel per chip capacity, one line per architecture, log-scaled GPU axis. The file is
-    written atomically.
+    written atomically and byte-for-byte reproducibly (:func:`lumoscore.figures.save_figure`);
+    a missing folder is created.
 
     Examples
     --------
@@ -28,22 +30,16 @@ def plot_scalability(rows: Sequence[SizingRow], path: str | Path) -> Path:
     >>> out.suffix
     '.svg'
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     out = Path(path)
-    if out.suffix.lower() not in _FORMATS:
-        raise ConfigError(
-            f"plot file {out.name!r} must end in one of {', '.join(_FORMATS)} (PNG, SVG or PDF)"
-        )
+    figure_format(out)  # a bad suffix fails before any work
     chips = sorted({r.chip_tbps for r in rows})
     archs = list(dict.fromkeys(r.architecture for r in rows))
     if not chips:
         raise ConfigError("nothing to plot: the sizing table is empty")
-    fig, axes = plt.subplots(1, len(chips), figsize=(4.2 * len(chips), 3.6), sharey=True)
-    axes = [axes] if len(chips) == 1 else list(axes)
+    fig = Figure(figsize=(4.2 * len(chips), 3.6))
+    axes = list(fig.subplots(1, len(chips), sharey=True, squeeze=False)[0])
     markers = "osD^v<>ph*"
     for ax, chip in zip(axes, chips, strict=True):
         for i, arch in enumerate(archs):
@@ -68,8 +64,4 @@ def plot_scalability(rows: Sequence[SizingRow], path: str | Path) -> Path:
     axes[-1].legend(fontsize=8)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        atomic_write(out, lambda tmp: fig.savefig(tmp, format=out.suffix.lower()[1:], dpi=150))
-    finally:
-        plt.close(fig)
-    return out
+    return save_figure(fig, out, dpi=_DPI)

@@ -11,13 +11,13 @@ The figures reproduce the LumosCore paper's §6 plots from a set of runs:
 - Fig. 24 / Fig. 25: mean JCT per architecture for each value of a categorical parameter that
   varies (routing algorithm, rail-optimized wiring, queue policy, ...).
 
-Figures are built on :class:`matplotlib.figure.Figure` objects (no pyplot state) and saved by
-:func:`save_figure` as PNG and SVG, atomically and byte-for-byte reproducibly.
+Figures are built on :class:`matplotlib.figure.Figure` objects (no global matplotlib state) and
+saved by :func:`save_figure` as PNG and SVG through :mod:`lumoscore.figures`, atomically and
+byte-for-byte reproducibly.
 """
 
 from __future__ import annotations
 
-import io
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -30,7 +30,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
-from lumoscore.fileio import atomic_write_text
+from lumoscore import figures
 from lumoscore.report.metrics import (
     BASELINE_ARCH,
     finished_jobs,
@@ -77,12 +77,10 @@ _PAPER = {
     "rail_optimized": "Fig. 24",
 }
 
-#: Deterministic output: fixed SVG ids, no dates, no software/version stamps.
-_RC = {"svg.hashsalt": "lumoscore-report", "svg.fonttype": "path", "path.simplify": True}
-_META = {
-    "png": {"Software": None},
-    "svg": {"Date": None, "Creator": None},
-}
+#: Resolution of the report's PNG figures.
+_REPORT_DPI = 110
+#: Formats of the report's figures.
+_REPORT_FORMATS = ("png", "svg")
 
 
 @dataclass(frozen=True)
@@ -383,7 +381,9 @@ def _label_value(value: Any) -> str:
 
 
 def figure_bytes(fig: Figure, fmt: str) -> bytes:
-    """The figure rendered as ``png`` or ``svg`` bytes, reproducibly (no dates, fixed ids).
+    """The figure rendered as ``png`` or ``svg`` bytes at the report's resolution, reproducibly.
+
+    See :func:`lumoscore.figures.figure_bytes` (no dates, fixed ids, frozen layout).
 
     Examples
     --------
@@ -391,25 +391,14 @@ def figure_bytes(fig: Figure, fmt: str) -> bytes:
     >>> figure_bytes(fig, "svg") == figure_bytes(fig, "svg")
     True
     """
-    import matplotlib
-
-    if fmt not in _META:
-        raise ValueError(f"figure format must be one of {sorted(_META)}, got {fmt!r}")
-    buf = io.BytesIO()
-    with matplotlib.rc_context(_RC):
-        if fig.get_layout_engine() is not None:
-            # Constrained layout moves the axes by rounding noise on every draw, and SVG clip
-            # ids hash the exact positions: lay out once, then freeze the positions.
-            fig.draw_without_rendering()
-            fig.set_layout_engine("none")
-        fig.savefig(buf, format=fmt, dpi=110, metadata=_META[fmt])
-    return buf.getvalue()
+    if fmt not in _REPORT_FORMATS:
+        raise ValueError(f"figure format must be one of {list(_REPORT_FORMATS)}, got {fmt!r}")
+    return figures.figure_bytes(fig, fmt, dpi=_REPORT_DPI)
 
 
 def save_figure(fig: Figure, out_dir: Path, stem: str) -> tuple[Path, Path]:
     """Write ``<stem>.png`` and ``<stem>.svg`` into ``out_dir`` atomically; return both paths."""
-    png = atomic_write_text(out_dir / f"{stem}.png", figure_bytes(fig, "png"))
-    svg = atomic_write_text(out_dir / f"{stem}.svg", figure_bytes(fig, "svg"))
+    png, svg = figures.save_figures(fig, out_dir, stem, formats=_REPORT_FORMATS, dpi=_REPORT_DPI)
     return png, svg
 
 

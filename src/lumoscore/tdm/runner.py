@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from lumoscore.figures import figure_format, save_figure
 from lumoscore.tdm.config import TdmConfig
 from lumoscore.tdm.grouping import HillClimbResult, hill_climb
 from lumoscore.tdm.models import Job
@@ -242,8 +243,16 @@ def run_sweep(config: TdmConfig, *, seed: int | None = None) -> list[dict[str, A
     return rows
 
 
+#: Resolution of the PNG round-time charts (matplotlib's default figure dpi).
+_PLOT_DPI = 100
+
+
 def plot_sweep(rows: list[dict[str, Any]], path: Path | str) -> Path:
     """Write the round-time charts (TDM vs non-TDM against jobs and context length).
+
+    The suffix of ``path`` picks the format (PNG, SVG or PDF); a missing folder is created and
+    the file is written atomically and byte-for-byte reproducibly
+    (:func:`lumoscore.figures.save_figure`).
 
     Examples
     --------
@@ -253,19 +262,17 @@ def plot_sweep(rows: list[dict[str, Any]], path: Path | str) -> Path:
     >>> out.exists()
     True
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     path = Path(path)
+    figure_format(path)  # a bad suffix fails before any work
     panels = [
         (name, label)
         for name, label in (("n_jobs", "number of jobs"), ("context_tokens", "context length"))
         if any(r["sweep"] == name for r in rows)
     ]
-    fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(5.5 * max(len(panels), 1), 4))
-    axes = np.atleast_1d(axes)
+    fig = Figure(figsize=(5.5 * max(len(panels), 1), 4))
+    axes = np.atleast_1d(fig.subplots(1, max(len(panels), 1)))
     for ax, (name, label) in zip(axes, panels, strict=False):
         pts = sorted((r for r in rows if r["sweep"] == name), key=lambda r: r["value"])
         xs = [r["value"] for r in pts]
@@ -280,6 +287,4 @@ def plot_sweep(rows: list[dict[str, Any]], path: Path | str) -> Path:
     fig.suptitle("Round time, TDM multi-stage vs non-TDM")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=_PLOT_DPI)

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.figures import figure_format, save_figure
 from lumoscore.workload.load import workload_level
 from lumoscore.workload.trace import Trace
-from lumoscore.workload.tracefile import atomic_write
 
 __all__ = [
     "DEFAULT_STATS_GPUS",
@@ -46,6 +46,8 @@ QUANTILES: dict[str, float] = {
 }
 #: Plot file formats by suffix.
 PLOT_FORMATS: tuple[str, ...] = (".png", ".svg", ".pdf")
+#: Resolution of the PNG plot (matplotlib's default figure dpi).
+_PLOT_DPI = 100
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,7 @@ def trace_stats(trace: Trace, cluster_gpus: int | None = None) -> TraceStats:
 
 def plot_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
     """Write a figure with the size histogram and the run-time CDF (PNG, SVG or PDF by
-    suffix), atomically.
+    suffix), atomically and byte-for-byte reproducibly (:func:`lumoscore.figures.save_figure`).
 
     Examples
     --------
@@ -157,14 +159,10 @@ def plot_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
     True
     """
     target = Path(path)
-    suffix = target.suffix.lower()
-    if suffix not in PLOT_FORMATS:
-        raise ConfigError(
-            f"plot file {target}: suffix {suffix!r} (allowed: {', '.join(PLOT_FORMATS)})"
-        )
+    figure_format(target, [s[1:] for s in PLOT_FORMATS])
     if len(trace) == 0:
         raise PreconditionError("plot: the trace has no jobs")
-    from matplotlib.figure import Figure  # no pyplot: no global backend state
+    from matplotlib.figure import Figure  # the Figure API: no global matplotlib state
 
     fig = Figure(figsize=(10, 4), layout="constrained")
     ax_size, ax_dur = fig.subplots(1, 2)
@@ -180,4 +178,4 @@ def plot_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
     ax_dur.set_ylabel("CDF")
     ax_dur.set_title("Run times")
     ax_dur.grid(True, which="both", alpha=0.3)
-    return atomic_write(target, lambda tmp: fig.savefig(tmp, format=suffix[1:]))
+    return save_figure(fig, target, dpi=_PLOT_DPI)
