@@ -140,8 +140,8 @@ def run_one(run_config: RunConfig, progress: Callable[[int, int], None] | None =
 
 
 def _cost_estimate(run_config: RunConfig) -> float:
-    """A rough relative cost of a run: jobs x GPUs, more for electrical fabrics with shared
-    links (Clos), whose rate solves dominate the simulation time.
+    """A rough relative cost of a run: jobs x GPUs x the architecture's relative cost (more
+    for fabrics whose jobs share links, such as Clos: rate solves dominate there).
 
     Examples
     --------
@@ -150,8 +150,10 @@ def _cost_estimate(run_config: RunConfig) -> float:
     >>> _cost_estimate(a) > _cost_estimate(b)
     True
     """
-    electrical = run_config.arch.lower().startswith(("clos-", "leaf-spine-"))
-    return run_config.trace.jobs * run_config.gpus * (10.0 if electrical else 1.0)
+    from lumoscore.fabric.presets import architecture
+
+    weight = architecture(run_config.arch)[1].relative_cost
+    return run_config.trace.jobs * run_config.gpus * weight
 
 
 def _worker_init(parent_pid: int) -> None:
@@ -187,9 +189,16 @@ class _Reporter:
             self.queue.put((self.key, done, total))
 
 
-def _call_run(run_fn: Callable[..., SimResult], cfg: RunConfig, reporter: _Reporter) -> SimResult:
-    """Run ``run_fn`` in a pool worker with a progress reporter."""
-    return run_fn(cfg, progress=reporter)
+def _call_run(
+    run_fn: Callable[..., SimResult], cfg: RunConfig, reporter: _Reporter | None = None
+) -> SimResult:
+    """Run ``run_fn`` in a pool worker (with a progress reporter if given). The worker process
+    runs one simulation at a time, so the objects that exist before it are left out of the
+    garbage collector's passes meanwhile (:func:`~lumoscore.sim.engine.frozen_gc`)."""
+    from lumoscore.sim.engine import frozen_gc
+
+    with frozen_gc():
+        return run_fn(cfg) if reporter is None else run_fn(cfg, progress=reporter)
 
 
 @contextlib.contextmanager
@@ -231,7 +240,7 @@ def _local_results(
                 pool.submit(_call_run, run_fn, cfg, _Reporter(queue, key)): key for key, cfg in todo
             }
         else:
-            futures = {pool.submit(run_fn, cfg): key for key, cfg in todo}
+            futures = {pool.submit(_call_run, run_fn, cfg): key for key, cfg in todo}
 
         def drain() -> None:
             while queue is not None and on_progress is not None:
