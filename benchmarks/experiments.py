@@ -6,7 +6,7 @@ process, as a user would, and reports the command's wall time and each run's sim
 time (from the store's index). Then reruns the command on the same store: every run is already
 stored, so the rerun measures the resume path (load, validate, skip, summarize).
 
-Target (issue 7, 2-core machine): the default experiment completes in <= 120 s.
+Target (2-core machine): the default experiment completes in <= 120 s.
 
 Usage: ``python benchmarks/experiments.py [--workers N] [--jobs N] [--timeout S]``; the last
 line is one JSON object ``{"figures", "targets", "met"}``.

@@ -9,12 +9,10 @@ distinct times, each a re-solve. Two 1024-GPU jobs of the ``lumoscore-paper`` wo
 :class:`~lumoscore.sim.fluid.FluidSet` and run to the end.
 Nothing is random: the figures repeat exactly (the time varies with the machine).
 
-Target: on ``clos-25.6T-3tier`` such overlaps take about half of the 20-24 s of the 1000-job
-4096-GPU run; for that run to meet issue 6's 10 s they must get about ten times cheaper, so
-the target is a tenth of this overlap's wall time when the benchmark was written (0.15-0.19 s
-on the 2-core machine, fastest of 3-5 runs). It is not met yet (0.14-0.16 s after session 7's
-cheaper refills, 0.13 s after session 8's finish groups: the work is in the flows' hundreds of
-thousands of rate changes, see docs/simulator.md).
+Target: 0.015 s, a tenth of what such an overlap took when the simulator's run times were far
+above their targets. Those are met (``benchmarks/sim.py``) without meeting this one: the work
+here is in the flows' hundreds of thousands of rate changes (docs/simulator.md), so the figure
+is kept as a measure of the shared set's cost, not as a goal to tune for.
 
 Usage: ``python benchmarks/fluid.py [--repeat R]``; the last line is one JSON object
 ``{"figures", "targets", "met"}``.

@@ -6,7 +6,7 @@ wall time, peak memory (max RSS of the process) and mean JCT, then the time of o
 for 10k and 100k flows (``benchmarks/maxmin.py``'s instance). A run slower than ``--timeout``
 is stopped and reported as such. Presets not available in this build are reported as skipped.
 
-Targets (issue 6, 2-core machine): 4096 GPUs x 1000 jobs <= 10 s per preset with peak memory
+Targets (2-core machine): 4096 GPUs x 1000 jobs <= 10 s per preset with peak memory
 <= 1 GB; 16k GPUs <= 60 s; 32k GPUs <= 300 s. The public research simulator needs about 490 s
 (Clos) and 1650 s (LumosCore) for the 4096-GPU run.
 
@@ -25,17 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-PRESETS = (
-    "best",
-    "lumoscore-51.2T-tau2",
-    "lumoscore-51.2T-tau1",
-    "lumoscore-25.6T-tau1",
-    "clos-51.2T-3tier",
-    "clos-25.6T-3tier",
-    "clos-25.6T-4tier",
-)
+from lumoscore.experiments.architectures import PAPER_ARCHITECTURES as PRESETS
 
-#: Wall-time target per cluster size (issue 6).
+#: Wall-time target per cluster size.
 TARGET_S = {4096: 10.0, 16384: 60.0, 32768: 300.0}
 
 CHILD = r"""
