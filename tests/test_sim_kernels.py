@@ -5,7 +5,7 @@ flow completion."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from lumoscore.sim import incidence, maxmin_rates
@@ -91,13 +91,15 @@ def _assert_fresh_after_completions(paths, cap, weight, size, *, eps=0.0, limit=
         done += 1
 
 
-def _reference_run(paths, cap, weight, size) -> tuple[float, np.ndarray, np.ndarray]:
+def _reference_run(paths, cap, weight, size) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
     """Flows starting together, a fresh max-min solve at every completion: the completion
-    time, the highest load each link carried and when its last flow left it."""
+    time, the highest load each link carried, when its last flow left it and when each flow
+    ended."""
     rem = size.copy()
     alive = np.ones(len(paths), dtype=bool)
     peak = np.zeros(cap.size)
     idle = np.zeros(cap.size)
+    fin = np.zeros(len(paths))
     t = 0.0
     while alive.any():
         idx = np.flatnonzero(alive)
@@ -107,10 +109,12 @@ def _reference_run(paths, cap, weight, size) -> tuple[float, np.ndarray, np.ndar
         dt = float((rem[idx] / r.rates).min())
         t += dt
         rem[idx] -= r.rates * dt
-        alive[idx[rem[idx] <= size[idx] * 1e-9]] = False
+        done = idx[rem[idx] <= size[idx] * 1e-9]
+        alive[done] = False
+        fin[done] = t
         for i in idx:
             idle[paths[i]] = t
-    return t, peak, idle
+    return t, peak, idle, fin
 
 
 def _assert_run_equals_reference(paths, cap, weight, size) -> None:
@@ -120,7 +124,7 @@ def _assert_run_equals_reference(paths, cap, weight, size) -> None:
     t, rem, links, peak, _, _, idle = fluid_run(
         indptr, indices, weight, size, size, cap, np.inf, DONE_RTOL
     )
-    ref_t, ref_peak, ref_idle = _reference_run(paths, cap, weight, size)
+    ref_t, ref_peak, ref_idle, _ = _reference_run(paths, cap, weight, size)
     assert abs(t - ref_t) <= 1e-9 * t
     assert not rem.any()
     assert sorted(links.tolist()) == sorted(set(indices.tolist()))
@@ -199,8 +203,9 @@ def test_solo_run_and_start_states_equal_fluid_runs(inst, share: float, cap0: fl
 @settings(max_examples=60, deadline=None)
 @given(fluid_instances(), st.integers(1, 4))
 def test_fluid_set_of_several_jobs_equals_one_run(inst, n_jobs: int) -> None:
-    """Flows split over jobs in a FluidSet, all starting at 0: the last round ends when the
-    same flows run together alone end."""
+    """Flows split over jobs in a FluidSet, all starting at 0: each job's round ends once,
+    when its last flow ends in a run of the same flows together alone (and so the last round
+    when that run ends)."""
     paths, cap, weight, size = inst
     owner = np.arange(len(paths)) % n_jobs
     fs = FluidSet(cap)
@@ -219,9 +224,14 @@ def test_fluid_set_of_several_jobs_equals_one_run(inst, n_jobs: int) -> None:
     while len(fs):
         assert fs.run_until(np.inf)
         for j in fs.pop_finished():
+            assert j not in ends
             ends[j] = fs.clock_s
-    assert max(ends.values()) == np.float64(max(ends.values()))
-    ref, _, _ = _reference_run(paths, cap, weight, size)
+    # every job ends once, when its last flow ends in the reference run of all the flows
+    ref, _, _, fin = _reference_run(paths, cap, weight, size)
+    assert ends.keys() == set(owner.tolist())
+    for j, end in ends.items():
+        ref_end = fin[owner == j].max()
+        assert abs(end - ref_end) <= 1e-9 * ref_end, j
     assert abs(max(ends.values()) - ref) <= 1e-9 * ref
 
 
@@ -424,7 +434,12 @@ def test_detached_parts_follow_the_shared_solve(
         assert abs(ends[0][j] - ends[1][j]) <= 1e-9 * max(ends[1][j], 1.0), j
     if len(removed) == 2:
         np.testing.assert_allclose(removed[0], removed[1], rtol=1e-9, atol=1e-9)
-    assert sets[0].counters["detached_parts"] >= 0
+    for fs in sets:  # all done: every row and every detached part gave its links back
+        assert not fs.link_rows.any() and (fs._detached_on < 0).all()
+    c0, c1 = sets[0].counters, sets[1].counters
+    assert c1["detached_parts"] == 0  # (the reference set solves every row)
+    assert c0["rejoined_parts"] <= c0["detached_parts"]
+    event("parts detached" if c0["detached_parts"] else "no part detached")
 
 
 def test_detached_parts_join_when_a_round_meets_them() -> None:

@@ -15,6 +15,16 @@ passes borrowed ones. The caller must keep the original alive while the view is 
 kernel's arguments are: its caller holds them) and must not return the view (or a view of
 it) to Python.
 
+Switching it off: with ``LUMOS_NO_BORROW=1`` in the environment when this module is imported,
+:data:`BORROWING` is False and :func:`borrowed` returns its argument unchanged (counted, as
+any array), to tell a fault of the borrowing from one of the kernels. Numba's on-disk cache
+does not know about the environment, so functions that borrow (or compile a function that
+does into their own code, by a call or inlining) are compiled with :func:`kernel` instead of
+``numba.njit(cache=True)``: its cache entries are kept apart per setting of the switch.
+
+Borrowing relies on a Numba internal, the ``meminfo`` field of the array structure; the
+``numba`` requirement of the project is bounded above to the versions it was tested with.
+
 Examples
 --------
 >>> import numba
@@ -29,12 +39,45 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import numba
 from numba.core import types
+from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
-__all__ = ["borrowed"]
+__all__ = ["BORROWING", "NO_BORROW_ENV", "borrowed", "kernel"]
+
+#: The environment variable that switches borrowing off (any value but empty or ``0``).
+NO_BORROW_ENV = "LUMOS_NO_BORROW"
+#: Whether :func:`borrowed` drops reference counts (read from :data:`NO_BORROW_ENV` once, at
+#: import: compiled code keeps the choice it was compiled with).
+BORROWING: bool = os.environ.get(NO_BORROW_ENV, "").strip() in ("", "0")
+#: Suffix of the qualified name under which :func:`kernel` caches functions compiled with
+#: borrowing off.
+_COUNTED_SUFFIX = "__counted"
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def kernel(fn: _F | None = None, /, **options: Any) -> Any:
+    """``numba.njit(cache=True, **options)`` for a function that borrows, or whose compiled
+    code includes one that does (a call or an inlined helper).
+
+    Numba keys its cache entries on the function's module, qualified name, first line and
+    bytecode, not on :data:`BORROWING`; with borrowing off the function is cached under its
+    qualified name with a suffix, so neither setting ever loads the other's code. Used bare
+    (``@kernel``) or with options (``@kernel(inline="always")``).
+    """
+
+    def wrap(f: _F) -> Any:
+        if not BORROWING:
+            f.__qualname__ += _COUNTED_SUFFIX
+        return numba.njit(cache=True, **options)(f)
+
+    return wrap if fn is None else wrap(fn)
 
 
 def _unowned(context: Any, builder: Any, typ: types.Array, value: Any) -> Any:
@@ -42,6 +85,11 @@ def _unowned(context: Any, builder: Any, typ: types.Array, value: Any) -> Any:
     ary = context.make_array(typ)(context, builder, value=value)
     ary.meminfo = context.get_constant_null(types.MemInfoPointer(typ.dtype))
     return ary._getvalue()
+
+
+def _counted(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+    """The argument itself, as a new reference (borrowing off)."""
+    return impl_ret_borrowed(context, builder, sig.return_type, args[0])
 
 
 @intrinsic
@@ -52,7 +100,7 @@ def borrowed(typingctx: Any, x: Any) -> Any:  # pragma: no cover - compiled
         def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
             return _unowned(context, builder, sig.args[0], args[0])
 
-        return x(x), codegen
+        return x(x), codegen if BORROWING else _counted
     if isinstance(x, types.BaseTuple) and all(isinstance(t, types.Array) for t in x.types):
 
         def codegen_tuple(context: Any, builder: Any, sig: Any, args: Any) -> Any:
@@ -62,5 +110,5 @@ def borrowed(typingctx: Any, x: Any) -> Any:  # pragma: no cover - compiled
                 tup = builder.insert_value(tup, _unowned(context, builder, typ, item), i)
             return tup
 
-        return x(x), codegen_tuple
+        return x(x), codegen_tuple if BORROWING else _counted
     return None

@@ -28,6 +28,11 @@ proportional to the flows whose rate actually changes, not to all flows in fligh
 :func:`fluid_advance` runs the shared in-flight flows of several jobs ahead in time until the
 next external event or until some job's round has no flow left (its barrier).
 
+The state of a set is a tuple of arrays declared once, in :data:`STATE_FIELDS` (name, per row
+or per link, dtype, initial value; the index constants ``RATE``, ..., ``META`` are their
+positions and :func:`new_state` makes them); a refill's scratch arrays are the segments of
+one allocation declared in :data:`REFILL_SCRATCH`.
+
 Examples
 --------
 Two flows share a 10 bit/s link; one has 10 bits, the other 20. Both get 5 bit/s; the first
@@ -43,17 +48,26 @@ finishes at t = 2 s, then the second gets 10 bit/s and finishes its last 10 bits
 
 from __future__ import annotations
 
+import linecache
+from dataclasses import dataclass
+from typing import Any
+
 import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from lumoscore.sim.borrow import borrowed
+from lumoscore.sim.borrow import borrowed, kernel
 from lumoscore.sim.heaps import fresh_top, heap_remove, heap_set, open_links, pop_through
 from lumoscore.sim.maxmin import _compact
 
 __all__ = [
+    "META_ENTRIES",
     "REFILL_MARGIN",
+    "REFILL_SCRATCH",
+    "STATE_FIELDS",
     "FluidState",
+    "Segment",
+    "StateField",
     "append_round",
     "compact_rows",
     "count_rows",
@@ -82,145 +96,257 @@ SCAN_LINKS = 256
 # solve modes
 RATES_VALID, REFILL, FULL_SOLVE = 0, 1, 2
 
-#: Per-row and per-link state of a fluid set (see :func:`new_state`), in this order. Per row:
-#: rate, rem0 (remaining bits at t0), t0, fin (finish time), heap (finish groups by heap
-#: position), pos (heap position of each finish group or -1), order (rows by rate; kept in
-#: (1+eps) mode only), bott (the saturated link that froze the row's rate: its bottleneck
-#: certificate, -1 if none), rmark (scratch stamps), hkey (the heap's keys, finish times, by
-#: heap position), grp (finish group of each row, -1 if none: finished, or never finishing),
-#: gnext and gprev (the rows of a group as a doubly linked list), ghead (first row of each
-#: group, -1 if none), gfree (stack of free group numbers), rset and cand (scratch: the rows
-#: a closure refills, and the rows a check walk gathers). Per link:
-#: link_load (bit/s on each link), local (scratch: local number of each link, -1), peak (the
-#: highest load each link has carried), lmark (scratch stamps), touched (links whose load fell
-#: since the last solve), tmark (1 if listed in touched), chk (scratch), nb (alive rows whose
-#: bottleneck is the link), smark and slist (scratch), lrows (alive rows crossing the link).
-#: Last, meta
-#: (int64[11]): heap size, order length, solves, rows refilled, stamp, touched count, closure
-#: fall-backs, closure rounds, rows alive, free group numbers stacked, group numbers used.
-FluidState = tuple[
-    FloatArray,
-    FloatArray,
-    FloatArray,
-    FloatArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    FloatArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    FloatArray,
-    IntArray,
-    FloatArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-]
+
+@dataclass(frozen=True)
+class StateField:
+    """One array of the fluid state (:data:`STATE_FIELDS`).
+
+    Attributes
+    ----------
+    name : str
+        The module constant holding its position in the state tuple.
+    kind : str
+        ``"row"`` (one entry per flow row), ``"link"`` (one per compact link) or ``"meta"``
+        (one per :data:`META_ENTRIES` entry).
+    dtype : type
+        ``np.float64`` or ``np.int64``.
+    fill : float
+        Initial value of every entry (:func:`new_state`).
+    doc : str
+        What it holds.
+    """
+
+    name: str
+    kind: str
+    dtype: type
+    fill: float
+    doc: str
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One array of the refill's scratch (:data:`REFILL_SCRATCH`), a segment of one int64
+    allocation.
+
+    Attributes
+    ----------
+    name : str
+        The module constant holding its index in :data:`REFILL_SCRATCH`.
+    dtype : type
+        ``np.int64``, or ``np.float64`` (a float view of the segment).
+    length : tuple of int
+        Entries, as the coefficients of ``(m_max, nnz, k, 1)``: at most ``m_max`` links,
+        ``nnz`` route entries and ``k`` rows refilled.
+    doc : str
+        What it holds.
+    """
+
+    name: str
+    dtype: type
+    length: tuple[int, int, int, int]
+    doc: str
+
+
+_KINDS = ("row", "link", "meta")
+_state_fields: list[StateField] = []
+_meta_entries: list[str] = []
+_segments: list[Segment] = []
+
+
+def _field(name: str, kind: str, dtype: type, fill: float, doc: str) -> int:
+    """Declare the next array of the fluid state; returns its position. Per-row arrays come
+    first, then per-link arrays, then the one ``meta`` array."""
+    last = _KINDS.index(_state_fields[-1].kind) if _state_fields else 0
+    if kind not in _KINDS or _KINDS.index(kind) < last or (kind == "meta" and last == 2):
+        raise ValueError(f"state field {name}: kind {kind!r} out of order")
+    _state_fields.append(StateField(name, kind, dtype, fill, doc))
+    return len(_state_fields) - 1
+
+
+def _meta(name: str) -> int:
+    """Declare the next entry of the state's ``meta`` array; returns its index."""
+    _meta_entries.append(name)
+    return len(_meta_entries) - 1
+
+
+def _segment(
+    name: str, dtype: type, doc: str, *, m_max: int = 0, nnz: int = 0, k: int = 0, const: int = 0
+) -> int:
+    """Declare the next segment of the refill's scratch; returns its index. Its length is
+    ``m_max`` times the bound on the links, plus ``nnz`` times the route entries, plus ``k``
+    times the rows refilled, plus ``const``."""
+    _segments.append(Segment(name, dtype, (m_max, nnz, k, const), doc))
+    return len(_segments) - 1
+
+
+# The fluid state, in tuple order (see :func:`new_state`).
+RATE = _field("RATE", "row", np.float64, 0.0, "rate (bit/s)")
+REM0 = _field("REM0", "row", np.float64, 0.0, "remaining bits at t0")
+T0 = _field("T0", "row", np.float64, 0.0, "when the rate was last set")
+FIN = _field("FIN", "row", np.float64, np.inf, "finish time")
+HEAP = _field("HEAP", "row", np.int64, 0, "finish groups by heap position")
+POS = _field("POS", "row", np.int64, -1, "heap position of each finish group, -1 if none")
+ORDER = _field("ORDER", "row", np.int64, 0, "rows by rate (kept in (1+eps) mode only)")
+BOTT = _field("BOTT", "row", np.int64, -1, "bottleneck link (the certificate), -1 if none")
+RMARK = _field("RMARK", "row", np.int64, 0, "scratch stamps")
+HKEY = _field("HKEY", "row", np.float64, 0.0, "the heap's keys (finish times) by position")
+GRP = _field("GRP", "row", np.int64, -1, "finish group, -1 if none (finished, never ending)")
+GNEXT = _field("GNEXT", "row", np.int64, 0, "next row of the row's group (a linked list)")
+GPREV = _field("GPREV", "row", np.int64, 0, "previous row of the row's group, -1 if first")
+GHEAD = _field("GHEAD", "row", np.int64, -1, "first row of each group, -1 if none")
+GFREE = _field("GFREE", "row", np.int64, 0, "stack of free group numbers")
+RSET = _field("RSET", "row", np.int64, 0, "scratch: the rows a closure refills")
+CAND = _field("CAND", "row", np.int64, 0, "scratch: the rows a check walk gathers")
+LOAD = _field("LOAD", "link", np.float64, 0.0, "load (bit/s)")
+LOCAL = _field("LOCAL", "link", np.int64, -1, "scratch: local number of each link, -1")
+PEAK = _field("PEAK", "link", np.float64, 0.0, "the highest load the link has carried")
+LMARK = _field("LMARK", "link", np.int64, 0, "scratch stamps")
+TOUCHED = _field("TOUCHED", "link", np.int64, 0, "links whose load fell since the last solve")
+TMARK = _field("TMARK", "link", np.int64, 0, "1 if the link is listed in touched")
+CHK = _field("CHK", "link", np.int64, 0, "scratch: links to check")
+NB = _field("NB", "link", np.int64, 0, "alive rows whose bottleneck is the link")
+SMARK = _field("SMARK", "link", np.int64, 0, "scratch stamps")
+SLIST = _field("SLIST", "link", np.int64, 0, "scratch: links crossed by a closure's rows")
+LROWS = _field("LROWS", "link", np.int64, 0, "alive rows crossing the link")
+META = _field("META", "meta", np.int64, 0, "sizes and counters (the M_* entries)")
+# entries of ``meta``
+M_HEAP = _meta("M_HEAP")  # heap size
+M_ORDER = _meta("M_ORDER")  # order length
+M_SOLVES = _meta("M_SOLVES")  # solves
+M_REFILLED = _meta("M_REFILLED")  # rows refilled
+M_STAMP = _meta("M_STAMP")  # stamp
+M_TOUCHED = _meta("M_TOUCHED")  # touched count
+M_FALLBACKS = _meta("M_FALLBACKS")  # closure fall-backs
+M_ROUNDS = _meta("M_ROUNDS")  # closure rounds
+M_ALIVE = _meta("M_ALIVE")  # rows alive
+M_GFREE = _meta("M_GFREE")  # free group numbers stacked
+M_GTOP = _meta("M_GTOP")  # group numbers used
+
+# The refill's scratch, in order (see :func:`_refill`).
+S_LSZ = _segment("S_LSZ", np.int64, "the link heap's size", const=1)
+S_LINKS = _segment("S_LINKS", np.int64, "the links the rows cross, by local number", m_max=1)
+S_LPTR = _segment("S_LPTR", np.int64, "CSR pointers of each link's rows", m_max=1, const=1)
+S_LOC = _segment("S_LOC", np.int64, "local link of each route entry, row by row", nnz=1)
+S_RPTR = _segment("S_RPTR", np.int64, "CSR pointers of each row's route entries", k=1, const=1)
+S_FILL = _segment("S_FILL", np.int64, "next free place of each link's rows", m_max=1)
+S_SAT = _segment("S_SAT", np.int64, "the links that saturate at a level", m_max=1)
+S_OPENED = _segment("S_OPENED", np.int64, "scan: the open links; heap: positions", m_max=1)
+S_LHP = _segment("S_LHP", np.int64, "heap: the links by fill level", m_max=1)
+S_LROWS = _segment("S_LROWS", np.int64, "the rows of each link (by S_LPTR)", nnz=1)
+S_NACT = _segment("S_NACT", np.float64, "active weight on each link", m_max=1)
+S_LOAD = _segment("S_LOAD", np.float64, "load of each link", m_max=1)
+S_LCAP = _segment("S_LCAP", np.float64, "capacity of each link", m_max=1)
+S_FLOOR = _segment("S_FLOOR", np.float64, "active weight below which a link is idle", m_max=1)
+S_LEV = _segment("S_LEV", np.float64, "scan: the open links' levels; heap: its keys", m_max=1)
+
+#: Every array of a :data:`FluidState`, in tuple order: the constants above (``RATE``, ...,
+#: ``META``) are their positions. Adding one is one more ``_field`` line.
+STATE_FIELDS: tuple[StateField, ...] = tuple(_state_fields)
+#: Names of the entries of the state's ``meta`` array (int64), in order: ``M_HEAP``, ...
+META_ENTRIES: tuple[str, ...] = tuple(_meta_entries)
+#: The refill's scratch arrays, in order: segments of one int64 allocation that they tile
+#: (:func:`_scratch_at`).
+REFILL_SCRATCH: tuple[Segment, ...] = tuple(_segments)
+#: Kernel state of a fluid set: the arrays of :data:`STATE_FIELDS`.
+FluidState = tuple[NDArray[Any], ...]
 #: A fluid set's rows (see :class:`~lumoscore.sim.fluid.FluidSet`): routes (CSR indptr and
 #: link ids), weight, size, alive, owner slot and row of the round's plan.
 RowBuffers = tuple[IntArray, IntArray, FloatArray, FloatArray, BoolArray, IntArray, IntArray]
 #: The first ``ROW_FIELDS`` entries of a :data:`FluidState` are per row, the next
 #: ``LINK_FIELDS`` per link, the last is ``meta``.
-ROW_FIELDS, LINK_FIELDS = 17, 11
-(
-    RATE,
-    REM0,
-    T0,
-    FIN,
-    HEAP,
-    POS,
-    ORDER,
-    BOTT,
-    RMARK,
-    HKEY,
-    GRP,
-    GNEXT,
-    GPREV,
-    GHEAD,
-    GFREE,
-    RSET,
-    CAND,
-) = range(ROW_FIELDS)
-LOAD, LOCAL, PEAK, LMARK, TOUCHED, TMARK, CHK, NB, SMARK, SLIST, LROWS = range(
-    ROW_FIELDS, ROW_FIELDS + LINK_FIELDS
-)
-META = ROW_FIELDS + LINK_FIELDS
-#: ``meta`` entries.
-(
-    M_HEAP,
-    M_ORDER,
-    M_SOLVES,
-    M_REFILLED,
-    M_STAMP,
-    M_TOUCHED,
-    M_FALLBACKS,
-    M_ROUNDS,
-    M_ALIVE,
-    M_GFREE,
-    M_GTOP,
-) = range(11)
+ROW_FIELDS = sum(f.kind == "row" for f in STATE_FIELDS)
+LINK_FIELDS = sum(f.kind == "link" for f in STATE_FIELDS)
 #: Relative tolerance of the bottleneck certificates (a link counts as saturated when its load
 #: is within it of the capacity; a rate as the link's largest within it).
 CERT_RTOL = 1e-9
 
+# start offsets of the scratch segments (and the end), as coefficients of (m_max, nnz, k, 1)
+_SCRATCH_AT = np.cumsum(
+    np.array([(0, 0, 0, 0)] + [s.length for s in REFILL_SCRATCH], dtype=np.int64), axis=0
+)
+# whether each segment is a float view
+_SCRATCH_FLOAT = np.array([s.dtype is np.float64 for s in REFILL_SCRATCH])
+_N_SEGMENTS = len(REFILL_SCRATCH)
 
-@numba.njit(cache=True)
-def new_state(n_rows: int, n_links: int) -> FluidState:  # pragma: no cover - compiled
-    """Fresh kernel state for ``n_rows`` flow rows over ``n_links`` (compact) links."""
-    return (
-        np.zeros(n_rows),
-        np.zeros(n_rows),
-        np.zeros(n_rows),
-        np.full(n_rows, np.inf),
-        np.zeros(n_rows, dtype=np.int64),
-        np.full(n_rows, -1, dtype=np.int64),
-        np.zeros(n_rows, dtype=np.int64),
-        np.full(n_rows, -1, dtype=np.int64),
-        np.zeros(n_rows, dtype=np.int64),
-        np.zeros(n_rows),
-        np.full(n_rows, -1, dtype=np.int64),
-        np.zeros(n_rows, dtype=np.int64),
-        np.zeros(n_rows, dtype=np.int64),
-        np.full(n_rows, -1, dtype=np.int64),
-        np.zeros(n_rows, dtype=np.int64),
-        np.zeros(n_rows, dtype=np.int64),
-        np.zeros(n_rows, dtype=np.int64),
-        np.zeros(n_links),
-        np.full(n_links, -1, dtype=np.int64),
-        np.zeros(n_links),
-        np.zeros(n_links, dtype=np.int64),
-        np.zeros(n_links, dtype=np.int64),
-        np.zeros(n_links, dtype=np.int64),
-        np.zeros(n_links, dtype=np.int64),
-        np.zeros(n_links, dtype=np.int64),
-        np.zeros(n_links, dtype=np.int64),
-        np.zeros(n_links, dtype=np.int64),
-        np.zeros(n_links, dtype=np.int64),
-        np.zeros(11, dtype=np.int64),
+
+def new_state(n_rows: int, n_links: int) -> FluidState:
+    """Fresh kernel state for ``n_rows`` flow rows over ``n_links`` (compact) links: the
+    arrays of :data:`STATE_FIELDS` at their fill value (:func:`_new_state` is the same,
+    compiled).
+
+    Examples
+    --------
+    >>> st = new_state(3, 2)
+    >>> st[FIN].tolist(), st[LOCAL].tolist(), st[META].size
+    ([inf, inf, inf], [-1, -1], 11)
+    """
+    size = {"row": n_rows, "link": n_links, "meta": len(META_ENTRIES)}
+    return tuple(np.full(size[f.kind], f.fill, dtype=f.dtype) for f in STATE_FIELDS)
+
+
+def _compiled_new_state() -> Any:
+    """:func:`new_state` compiled, for compiled callers: its source is generated from
+    :data:`STATE_FIELDS` (a tuple of arrays of several dtypes cannot be built in a loop).
+    Not cached on disk (Numba caches only functions with a source file); its callers are."""
+    size = {"row": "n_rows", "link": "n_links", "meta": "n_meta"}
+    env: dict[str, Any] = {"__name__": __name__, "np": np, "n_meta": len(META_ENTRIES)}
+    items = []
+    for i, f in enumerate(STATE_FIELDS):
+        env[f"dtype_{i}"], env[f"fill_{i}"] = f.dtype, f.fill
+        if f.fill == 0:
+            items.append(f"np.zeros({size[f.kind]}, dtype=dtype_{i}),  # {f.name}")
+        else:
+            items.append(f"np.full({size[f.kind]}, fill_{i}, dtype=dtype_{i}),  # {f.name}")
+    src = "def _new_state(n_rows, n_links) -> 'FluidState':\n    return (\n{}\n    )\n".format(
+        "\n".join(" " * 8 + line for line in items)
     )
+    filename = f"<{__name__}._new_state: generated from STATE_FIELDS>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    exec(compile(src, filename, "exec"), env)
+    return numba.njit(env["_new_state"])
 
 
-@numba.njit(cache=True, inline="always")
+_new_state = _compiled_new_state()
+
+
+@kernel(inline="always")
+def _scratch_at(i: int, m_max: int, nnz: int, k: int) -> int:  # pragma: no cover - compiled
+    """Where segment ``i`` of the refill's scratch (:data:`REFILL_SCRATCH`) starts for at most
+    ``m_max`` links, ``nnz`` route entries and ``k`` rows (``i = len(REFILL_SCRATCH)``: the
+    size of the whole)."""
+    a = _SCRATCH_AT
+    return a[i, 0] * m_max + a[i, 1] * nnz + a[i, 2] * k + a[i, 3]
+
+
+@kernel(inline="always")
+def _ints(
+    scratch: IntArray, i: int, m_max: int, nnz: int, k: int
+) -> IntArray:  # pragma: no cover - compiled
+    """Segment ``i`` (int64) of the refill's scratch ``scratch``."""
+    if _SCRATCH_FLOAT[i]:
+        raise TypeError("a float segment of the refill's scratch read as int64")
+    return scratch[_scratch_at(i, m_max, nnz, k) : _scratch_at(i + 1, m_max, nnz, k)]
+
+
+@kernel(inline="always")
+def _floats(
+    scratch: IntArray, i: int, m_max: int, nnz: int, k: int
+) -> FloatArray:  # pragma: no cover - compiled
+    """Segment ``i`` (float64) of the refill's scratch ``scratch``."""
+    if not _SCRATCH_FLOAT[i]:
+        raise TypeError("an int64 segment of the refill's scratch read as float64")
+    lo, hi = _scratch_at(i, m_max, nnz, k), _scratch_at(i + 1, m_max, nnz, k)
+    return scratch[lo:hi].view(np.float64)
+
+
+@kernel(inline="always")
 def _room(k: int) -> int:  # pragma: no cover - compiled
     """Room a link's vector gets for ``k`` rows: half as many again (and two), so that rows
     joining later seldom move it."""
     return k + (k >> 1) + 2
 
 
-@numba.njit(cache=True)
+@kernel
 def link_lists_append(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -284,7 +410,7 @@ def link_lists_append(
     return pool
 
 
-@numba.njit(cache=True)
+@kernel
 def _place_rows(
     f_ptr: IntArray, c_idx: IntArray, ldir: IntArray, pool: IntArray, first_row: int, end_row: int
 ) -> None:  # pragma: no cover - compiled
@@ -297,7 +423,7 @@ def _place_rows(
             ldir[q + 1] += 1
 
 
-@numba.njit(cache=True)
+@kernel
 def append_round(
     r_ptr: IntArray,
     r_idx: IntArray,
@@ -353,7 +479,7 @@ def append_round(
     return f - n, pool
 
 
-@numba.njit(cache=True)
+@kernel
 def compact_rows(
     n: int,
     new_from: int,
@@ -403,7 +529,7 @@ def compact_rows(
     return w, before, _rebuild_lists(f_ptr, c_idx, w, ldir, pool)
 
 
-@numba.njit(cache=True)
+@kernel
 def _rebuild_lists(
     f_ptr: IntArray, c_idx: IntArray, n: int, ldir: IntArray, pool: IntArray
 ) -> IntArray:  # pragma: no cover - compiled
@@ -428,7 +554,7 @@ def _rebuild_lists(
     return pool
 
 
-@numba.njit(cache=True)
+@kernel
 def count_rows(
     f_ptr: IntArray, c_idx: IntArray, rows: IntArray, lrows: IntArray, delta: int
 ) -> None:  # pragma: no cover - compiled
@@ -438,7 +564,7 @@ def count_rows(
             lrows[c_idx[j]] += delta
 
 
-@numba.njit(cache=True)
+@kernel
 def link_lists(
     f_ptr: IntArray, c_idx: IntArray, n_links: int
 ) -> tuple[IntArray, IntArray]:  # pragma: no cover - compiled
@@ -450,7 +576,7 @@ def link_lists(
     return ldir, pool
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _unlink(
     grp: IntArray, gnext: IntArray, gprev: IntArray, ghead: IntArray, f: int
 ) -> int:  # pragma: no cover - compiled
@@ -471,7 +597,7 @@ def _unlink(
     return gid if ghead[gid] < 0 else -1
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _drop_group(
     hp: IntArray, hkey: FloatArray, pos: IntArray, gfree: IntArray, meta: IntArray, gid: int
 ) -> None:  # pragma: no cover - compiled
@@ -481,7 +607,7 @@ def _drop_group(
     meta[M_GFREE] += 1
 
 
-@numba.njit(cache=True)
+@kernel
 def _reset_groups(st: FluidState) -> None:  # pragma: no cover - compiled
     """Empty the finish-time heap: no row is in a finish group."""
     meta = st[META]
@@ -491,7 +617,7 @@ def _reset_groups(st: FluidState) -> None:  # pragma: no cover - compiled
     st[GRP][:] = -1
 
 
-@numba.njit(cache=True)
+@kernel
 def _group_rows(st: FluidState, rows: IntArray, times: FloatArray) -> None:  # pragma: no cover
     """Rows ``rows`` (distinct) finish at ``times``: each leaves its finish group and joins a
     new one with the rows of this call that finish at the same time (one heap entry per
@@ -544,7 +670,7 @@ def _group_rows(st: FluidState, rows: IntArray, times: FloatArray) -> None:  # p
         grp[f] = gid
 
 
-@numba.njit(cache=True)
+@kernel
 def _refill(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -575,31 +701,28 @@ def _refill(
     for f in rows:
         nnz += f_ptr[f + 1] - f_ptr[f]
     m_max = min(nnz, cap.size)
-    # the scratch arrays are views into one allocation (a run makes hundreds of thousands of
-    # small refills), borrowed (the helpers inlined into the filling's loop would count
-    # references to them at every level); it is owned by the links returned
-    own = np.empty(11 * m_max + 2 * nnz + k + 3, dtype=np.int64)
-    ib = borrowed(own[: 6 * m_max + 2 * nnz + k + 3])
-    fb = borrowed(own[6 * m_max + 2 * nnz + k + 3 :].view(np.float64))
-    lsz = ib[:1]  # (heap size)
-    links = ib[1 : m_max + 1]
-    l_ptr = ib[m_max + 1 : 2 * m_max + 2]
+    # the scratch arrays are segments of one allocation (a run makes hundreds of thousands of
+    # small refills; see REFILL_SCRATCH), borrowed (the helpers inlined into the filling's
+    # loop would count references to them at every level); it is owned by the links returned
+    own = np.empty(_scratch_at(_N_SEGMENTS, m_max, nnz, k), dtype=np.int64)
+    scr = borrowed(own)
+    lsz = _ints(scr, S_LSZ, m_max, nnz, k)  # (heap size)
+    links = _ints(scr, S_LINKS, m_max, nnz, k)
+    l_ptr = _ints(scr, S_LPTR, m_max, nnz, k)
     l_ptr[:] = 0
-    loc = ib[2 * m_max + 2 : 2 * m_max + 2 + nnz]  # local link of each route entry, row by row
-    b = 2 * m_max + 2 + nnz
-    r_ptr = ib[b : b + k + 1]
-    b += k + 1
-    fill = ib[b : b + m_max]
-    sat = ib[b + m_max : b + 2 * m_max]
-    opened = ib[b + 2 * m_max : b + 3 * m_max]  # (scan; the heap's positions)
-    lhp = ib[b + 3 * m_max : b + 4 * m_max]  # (heap)
-    l_rows = ib[b + 4 * m_max :]
-    n_act = fb[:m_max]
+    loc = _ints(scr, S_LOC, m_max, nnz, k)  # local link of each route entry, row by row
+    r_ptr = _ints(scr, S_RPTR, m_max, nnz, k)
+    fill = _ints(scr, S_FILL, m_max, nnz, k)
+    sat = _ints(scr, S_SAT, m_max, nnz, k)
+    opened = _ints(scr, S_OPENED, m_max, nnz, k)  # (scan; the heap's positions)
+    lhp = _ints(scr, S_LHP, m_max, nnz, k)  # (heap)
+    l_rows = _ints(scr, S_LROWS, m_max, nnz, k)
+    n_act = _floats(scr, S_NACT, m_max, nnz, k)
     n_act[:] = 0.0
-    load = fb[m_max : 2 * m_max]
-    lcap = fb[2 * m_max : 3 * m_max]
-    floor = fb[3 * m_max : 4 * m_max]
-    lev = fb[4 * m_max :]  # (scan: the open links' levels; heap: its keys)
+    load = _floats(scr, S_LOAD, m_max, nnz, k)
+    lcap = _floats(scr, S_LCAP, m_max, nnz, k)
+    floor = _floats(scr, S_FLOOR, m_max, nnz, k)
+    lev = _floats(scr, S_LEV, m_max, nnz, k)  # (scan: the open links' levels; heap: its keys)
     r_ptr[0] = 0
     m = 0
     e = 0
@@ -699,10 +822,11 @@ def _refill(
         local[links[q]] = -1
     if finish:
         _finish_rows(st, rows, clock_s)
-    return own[1 : m + 1]
+    at = _scratch_at(S_LINKS, m_max, nnz, k)
+    return own[at : at + m]
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _lowest_links(
     cap: FloatArray,
     load: FloatArray,
@@ -749,7 +873,7 @@ def _lowest_links(
     return n_sat, t, n_open
 
 
-@numba.njit(cache=True)
+@kernel
 def _finish_rows(st: FluidState, rows: IntArray, clock_s: float) -> None:  # pragma: no cover
     """Finish times of ``rows`` from their rates and the bits they have left at ``clock_s``."""
     rate, rem0 = st[RATE], st[REM0]
@@ -760,7 +884,7 @@ def _finish_rows(st: FluidState, rows: IntArray, clock_s: float) -> None:  # pra
     _group_rows(st, rows, times)
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _record_peak(st: FluidState, links: IntArray) -> None:  # pragma: no cover - compiled
     link_load, peak = st[LOAD], st[PEAK]
     for l in links:
@@ -768,7 +892,7 @@ def _record_peak(st: FluidState, links: IntArray) -> None:  # pragma: no cover -
             peak[l] = link_load[l]
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _first_at_least(
     rate: FloatArray, order: IntArray, n: int, limit: float
 ) -> int:  # pragma: no cover
@@ -782,7 +906,7 @@ def _first_at_least(
     return lo
 
 
-@numba.njit(cache=True)
+@kernel
 def _refill_suffix(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -815,7 +939,7 @@ def _refill_suffix(
     meta[M_ORDER] = p + k
 
 
-@numba.njit(cache=True)
+@kernel
 def _grown_to(buf: IntArray, size: int) -> IntArray:  # pragma: no cover - compiled
     """``buf`` copied into an array of ``size`` (at least its own) entries."""
     bigger = np.empty(size, dtype=np.int64)
@@ -823,7 +947,7 @@ def _grown_to(buf: IntArray, size: int) -> IntArray:  # pragma: no cover - compi
     return bigger
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _enlist(
     S: IntArray, ns: int, rmark: IntArray, stamp: int, g: int, limit: int
 ) -> int:  # pragma: no cover - compiled
@@ -837,7 +961,7 @@ def _enlist(
     return ns + 1
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _enlist_link(
     links: IntArray, n: int, mark: IntArray, stamp: int, q: int
 ) -> int:  # pragma: no cover - compiled
@@ -849,7 +973,7 @@ def _enlist_link(
     return n
 
 
-@numba.njit(cache=True)
+@kernel
 def _to_refill(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -933,7 +1057,7 @@ def _to_refill(
     return rows[:k]
 
 
-@numba.njit(cache=True)
+@kernel
 def _closure(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -1165,7 +1289,7 @@ def _closure(
             return True
 
 
-@numba.njit(cache=True)
+@kernel
 def _solve(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -1217,7 +1341,7 @@ def _solve(
         _record_peak(st, _refill(f_ptr, c_idx, cap, weight, st, order[:n].copy(), clock_s, grow))
 
 
-@numba.njit(cache=True)
+@kernel
 def fluid_advance(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -1339,7 +1463,7 @@ def fluid_advance(
             return clock_s, mode, r_min, True
 
 
-@numba.njit(cache=True)
+@kernel
 def rebuild_heap(alive: BoolArray, st: FluidState) -> None:  # pragma: no cover - compiled
     """Put every alive row back into a finish group (after rows were renumbered)."""
     st = borrowed(st)
@@ -1348,7 +1472,7 @@ def rebuild_heap(alive: BoolArray, st: FluidState) -> None:  # pragma: no cover 
     _group_rows(st, rows, st[FIN][rows])
 
 
-@numba.njit(cache=True)
+@kernel
 def remaining_at(
     alive: BoolArray, st: FluidState, clock_s: float
 ) -> FloatArray:  # pragma: no cover - compiled
@@ -1362,7 +1486,7 @@ def remaining_at(
     return out
 
 
-@numba.njit(cache=True)
+@kernel
 def _global_bott(bott: IntArray, alive: BoolArray, glob: IntArray) -> IntArray:
     """Bottleneck links of the alive rows as fabric link ids (-1 for none and for others)."""
     out = np.full(alive.size, -1, dtype=np.int64)
@@ -1372,7 +1496,7 @@ def _global_bott(bott: IntArray, alive: BoolArray, glob: IntArray) -> IntArray:
     return out
 
 
-@numba.njit(cache=True)
+@kernel
 def _run(
     f_ptr: IntArray,
     f_idx: IntArray,
@@ -1397,7 +1521,7 @@ def _run(
             alive[f] = True
             live[0] += 1
     c_idx, c_cap, glob = _compact(f_idx, capacity)
-    st = new_state(n, c_cap.size)
+    st = _new_state(n, c_cap.size)
     st[REM0][:] = np.where(alive, remaining, 0.0)
     st[META][M_ALIVE] = live[0]
     count_rows(f_ptr, c_idx, np.flatnonzero(alive), st[LROWS], 1)
@@ -1441,7 +1565,7 @@ def _run(
     return t, remaining_at(alive, st, t), glob, st[PEAK], rate, bott, idle, rate0, bott0
 
 
-@numba.njit(cache=True)
+@kernel
 def fluid_run(
     f_ptr: IntArray,
     f_idx: IntArray,
@@ -1470,7 +1594,7 @@ def fluid_run(
     return t, rem, glob, peak, rate, bott, idle
 
 
-@numba.njit(cache=True)
+@kernel
 def solo_run(
     f_ptr: IntArray,
     f_idx: IntArray,
