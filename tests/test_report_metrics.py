@@ -250,3 +250,31 @@ def test_varying_and_reference_values() -> None:
     ref = reference_values(idx, ["gpus", "failures.rate_per_gpu_day", "routing"])
     assert ref["gpus"] == 4096 and ref["failures.rate_per_gpu_day"] == 0.0
     assert ref["routing"] is None
+
+
+def test_jct_over_best_is_the_ratio_of_means_and_named_apart_from_the_per_job_mean() -> None:
+    """Two jobs: Best JCTs 10 and 100, the run's 30 and 110. The ratio of means is
+    140 / 110; the mean of per-job ratios (3 + 1.1) / 2 = 2.05 is a different figure with its
+    own name and definition."""
+    from lumoscore.report.metrics import compare_to_baseline, run_table
+    from lumoscore.report.tables import SUMMARY_METRICS, column_definitions
+
+    idx = pd.DataFrame({"key": ["b", "c"], "arch": ["best", "clos"], "seed": [1, 1]})
+
+    def jobs(jct: list[float]) -> pd.DataFrame:
+        return pd.DataFrame({"job_id": [0, 1], "arrival_s": [0.0, 0.0], "start_s": [0.0, 0.0],
+                             "finish_s": jct, "jrt_s": jct, "jwt_s": [0.0, 0.0], "jct_s": jct,
+                             "rejected": [False, False]})  # fmt: skip
+
+    runs = {"b": jobs([10.0, 100.0]), "c": jobs([30.0, 110.0])}
+    table = run_table(idx, runs, vs_best=compare_to_baseline(idx, runs))
+    row = table.set_index("arch")
+    assert row.loc["clos", "jct_over_best"] == pytest.approx(140.0 / 110.0)
+    assert row.loc["clos", "mean_jct_vs_best"] == pytest.approx(2.05)
+    assert row.loc["best", "jct_over_best"] == 1.0
+    headers = [h for _, h, _ in SUMMARY_METRICS]
+    # one name, one meaning: only the alternative sources of one figure share a header
+    assert {h for h in headers if headers.count(h) > 1} == {"rewired share", "fragmentation"}
+    defs = column_definitions(["JCT / Best", "per-job JCT ratio", "trace.load"])
+    assert "ratio of means" in defs["JCT / Best"] and "job by job" in defs["per-job JCT ratio"]
+    assert defs["trace.load"] == "the swept parameter trace.load"

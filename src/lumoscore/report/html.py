@@ -51,8 +51,10 @@ def render_html(
     figures: Sequence[HtmlFigure],
     *,
     extra_tables: Mapping[str, pd.DataFrame] | None = None,
+    definitions: Mapping[str, str] | None = None,
 ) -> str:
-    """The report page: title, header facts, summary table, figures, further tables.
+    """The report page: title, header facts, summary table (and what each of its columns
+    means, ``definitions``), figures, further tables.
 
     Examples
     --------
@@ -77,6 +79,10 @@ def render_html(
     for k, v in header.items():
         parts.append(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>")
     parts += ["</dl>", "<h2>Summary</h2>", '<div class="scroll">', _table_html(summary), "</div>"]
+    if definitions:
+        parts.append('<details open><summary>Columns</summary><dl class="columns">')
+        parts += [f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in definitions.items()]
+        parts.append("</dl></details>")
     if figures:
         parts.append("<h2>Figures</h2>")
         parts.append(

@@ -62,6 +62,9 @@ _SUMMARY_NAMES = frozenset(
         "stability_groups",
         "queue_mean_waiting",
         "queue_max_waiting",
+        "jct_over_best",
+        "jrt_over_best",
+        "jwt_over_best",
         # run counters and per-run metrics of lumoscore.sim.results.summarize
         "reconfigurations",
         "failures",
@@ -363,8 +366,11 @@ def run_table(
     Adds ``jct_std_s``, ``jrt_std_s``, ``stability_groups`` (:func:`stability`),
     ``queue_mean_waiting``, ``queue_max_waiting`` (:func:`queue_stats`), the means over jobs of
     ``jrt_vs_best``, ``jct_vs_best``, ``jrt_slowdown_vs_best`` and ``jwt_delta_vs_best_s``
-    (from ``vs_best``, a :func:`compare_to_baseline` table; NaN for Best itself and unmatched
-    runs), and the :func:`run_extras` columns. Rows keep the index order.
+    (per-job comparisons), the ratios of means ``jct_over_best``, ``jrt_over_best`` and
+    ``jwt_over_best`` (the run's mean over Best's mean on the same trace, over the jobs
+    finished in both: the "JCT / Best" of the summary tables and of ``lumos run``), all from
+    ``vs_best`` (a :func:`compare_to_baseline` table; NaN for Best itself and unmatched runs),
+    and the :func:`run_extras` columns. Rows keep the index order.
 
     Examples
     --------
@@ -388,18 +394,23 @@ def run_table(
         rows.append(row)
     extra = pd.DataFrame(rows, columns=_ordered_columns(rows))
     if vs_best is not None and not vs_best.empty:
+        by_run = vs_best.groupby("key")
         means = (
-            vs_best.groupby("key")[
-                ["jrt_vs_best", "jct_vs_best", "jrt_slowdown_vs_best", "jwt_delta_vs_best_s"]
-            ]
+            by_run[["jrt_vs_best", "jct_vs_best", "jrt_slowdown_vs_best", "jwt_delta_vs_best_s"]]
             .mean()
             .add_prefix("mean_")
-            .reset_index()
         )
-        extra = extra.merge(means, on="key", how="left")
+        sums = by_run[["jrt_s", "jwt_s", "jct_s", "jrt_best_s", "jwt_best_s", "jct_best_s"]].sum()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for m in ("jrt", "jwt", "jct"):
+                means[f"{m}_over_best"] = sums[f"{m}_s"] / sums[f"{m}_best_s"]
+        extra = extra.merge(means.reset_index(), on="key", how="left")
     extra = extra.drop(columns=[c for c in extra.columns if c != "key" and c in index.columns])
     out = index.assign(key=index["key"].astype(str)).merge(extra, on="key", how="left")
     out.index = index.index
+    if "jct_over_best" in out.columns and "arch" in out.columns:
+        base = out["arch"].astype(str) == BASELINE_ARCH
+        out.loc[base, ["jct_over_best", "jrt_over_best", "jwt_over_best"]] = 1.0
     return out
 
 

@@ -14,34 +14,68 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["SUMMARY_METRICS", "format_number", "markdown_table", "summary_view", "to_csv"]
+__all__ = [
+    "SUMMARY_METRICS",
+    "column_definitions",
+    "format_number",
+    "markdown_table",
+    "summary_view",
+    "to_csv",
+]
 
-#: Columns of the readable summary: (aggregate column, header). Absent columns are skipped;
-#: JRT/JWT/JCT means carry their 95% confidence interval across seeds as "mean ± ci".
-SUMMARY_METRICS: tuple[tuple[str, str], ...] = (
-    ("jobs", "jobs"),
-    ("rejected", "rejected"),
-    ("mean_jrt_s", "mean JRT (s)"),
-    ("mean_jwt_s", "mean JWT (s)"),
-    ("mean_jct_s", "mean JCT (s)"),
-    ("p50_jct_s", "p50 JCT (s)"),
-    ("p99_jct_s", "p99 JCT (s)"),
-    ("mean_jrt_slowdown_vs_best", "JRT slow-down vs Best"),
-    ("mean_jwt_delta_vs_best_s", "JWT - JWT_best (s)"),
-    ("mean_jct_vs_best", "JCT / JCT_best"),
-    ("mean_jrt_slowdown", "JRT / ideal - 1"),
-    ("mean_contention_level", "contention level"),
-    ("jct_std_s", "JCT std, equal jobs (s)"),
-    ("queue_mean_waiting", "mean queue"),
-    ("queue_max_waiting", "max queue"),
-    ("stats.reconfigurations", "reconfigurations"),
-    ("fabric.rewired_circuits", "rewired circuits"),
-    ("fabric.rewired_share", "rewired share"),
-    ("stats.rewired_share", "rewired share"),
-    ("fabric.refusals", "placement refusals"),
-    ("stats.fragmentation", "fragmentation"),
-    ("fabric.fragmentation", "fragmentation"),
-    ("makespan_s", "makespan (s)"),
+#: Columns of the readable summary: (aggregate column, header, definition). Absent columns are
+#: skipped; JRT/JWT/JCT means carry their 95% confidence interval across seeds as "mean ± ci".
+#: Every value is a mean over seeds of a per-run figure.
+SUMMARY_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("jobs", "jobs", "jobs in the trace"),
+    ("rejected", "rejected", "jobs larger than the cluster, never started"),
+    ("mean_jrt_s", "mean JRT (s)", "job run time: finish - start (with failures: JCT - JWT)"),
+    ("mean_jwt_s", "mean JWT (s)", "job waiting time: start - arrival (and waits after restarts)"),
+    ("mean_jct_s", "mean JCT (s)", "job completion time: finish - arrival = JWT + JRT"),
+    ("p50_jct_s", "p50 JCT (s)", "median JCT over the run's jobs"),
+    ("p99_jct_s", "p99 JCT (s)", "99th percentile of JCT over the run's jobs"),
+    (
+        "jct_over_best",
+        "JCT / Best",
+        "mean JCT over the mean JCT of Best on the same trace (ratio of means, over the jobs "
+        "finished in both runs); the paper's comparison",
+    ),
+    ("jrt_over_best", "JRT / Best", "mean JRT over Best's mean JRT on the same trace"),
+    ("jwt_over_best", "JWT / Best", "mean JWT over Best's mean JWT on the same trace"),
+    (
+        "mean_jrt_slowdown_vs_best",
+        "per-job JRT slow-down",
+        "mean over jobs of JRT / JRT_best - 1, job by job against Best (Fig. 8(a))",
+    ),
+    (
+        "mean_jct_vs_best",
+        "per-job JCT ratio",
+        "mean over jobs of JCT / JCT_best, job by job against Best (dominated by the jobs "
+        "that waited longest relative to their Best JCT)",
+    ),
+    (
+        "mean_jwt_delta_vs_best_s",
+        "JWT - JWT_best (s)",
+        "mean over jobs of the extra waiting against Best (Fig. 8(b))",
+    ),
+    ("mean_jrt_slowdown", "JRT / ideal - 1", "mean over jobs of JRT over the trace's run time"),
+    (
+        "mean_contention_level",
+        "contention level",
+        "mean over jobs of communication time over contention-free communication time "
+        "(Eq. 10; 1 = no contention)",
+    ),
+    ("jct_std_s", "JCT std, equal jobs (s)", "spread of JCT among jobs of the same model and size"),
+    ("queue_mean_waiting", "mean queue", "time-weighted mean number of waiting jobs"),
+    ("queue_max_waiting", "max queue", "most jobs waiting at once"),
+    ("stats.reconfigurations", "reconfigurations", "OCS reconfigurations applied"),
+    ("fabric.rewired_circuits", "rewired circuits", "OCS circuits changed over the run"),
+    ("fabric.rewired_share", "rewired share", "rewired circuits over circuits configured"),
+    ("stats.rewired_share", "rewired share", "rewired circuits over circuits configured"),
+    ("fabric.refusals", "placement refusals", "placement attempts refused while jobs waited"),
+    ("stats.fragmentation", "fragmentation", "placements blocked with enough GPUs free"),
+    ("fabric.fragmentation", "fragmentation", "placements blocked with enough GPUs free"),
+    ("makespan_s", "makespan (s)", "last finish - first arrival"),
 )
 
 _WITH_CI = ("mean_jrt_s", "mean_jwt_s", "mean_jct_s")
@@ -94,7 +128,7 @@ def summary_view(
     if "seeds" in agg.columns:
         out["seeds"] = [format_number(v) for v in agg["seeds"]]
     seen: set[str] = set()
-    for col, header in SUMMARY_METRICS:
+    for col, header, _ in SUMMARY_METRICS:
         if col not in agg.columns or header in seen or agg[col].isna().all():
             continue
         seen.add(header)
@@ -107,6 +141,29 @@ def summary_view(
             cells.append(text)
         out[header] = cells
     return pd.DataFrame(out)
+
+
+#: Definitions of the columns a summary may have besides the metrics.
+_OTHER_COLUMNS = {
+    "arch": "architecture (fabric preset)",
+    "seeds": "seeds (runs) averaged in the row",
+}
+
+
+def column_definitions(columns: Sequence[str]) -> dict[str, str]:
+    """What each column of a :func:`summary_view` table means (swept parameters are named
+    by their configuration path).
+
+    Examples
+    --------
+    >>> column_definitions(["arch", "JCT / Best"])["JCT / Best"][:40]
+    'mean JCT over the mean JCT of Best on th'
+    """
+    metric = {header: text for _, header, text in SUMMARY_METRICS}
+    out = {}
+    for c in columns:
+        out[c] = _OTHER_COLUMNS.get(c) or metric.get(c) or f"the swept parameter {c}"
+    return out
 
 
 def _param_text(v: Any) -> str:

@@ -29,7 +29,7 @@ from lumoscore.report.metrics import (
     varying_parameters,
 )
 from lumoscore.report.plots import ReportFigure, arch_order, build_figures, figure_bytes
-from lumoscore.report.tables import markdown_table, summary_view, to_csv
+from lumoscore.report.tables import column_definitions, markdown_table, summary_view, to_csv
 
 __all__ = ["Report", "build_report", "save_report", "write_report"]
 
@@ -157,6 +157,10 @@ def _markdown(report: Report, figures: Sequence[ReportFigure]) -> str:
         "",
         markdown_table(report.summary),
         "",
+        "Columns:",
+        "",
+        *(f"- **{k}**: {v}" for k, v in column_definitions(report.summary.columns).items()),
+        "",
     ]
     if figures:
         lines += ["## Figures", ""]
@@ -194,6 +198,7 @@ def save_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
         report.summary,
         html_figs,
         extra_tables={"Runs": report.runs},
+        definitions=column_definitions(report.summary.columns),
     )
     paths["report.html"] = atomic_write_text(out / "report.html", page)
     return paths
