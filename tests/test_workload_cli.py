@@ -57,7 +57,10 @@ def test_generate_load_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 @pytest.mark.parametrize(
     ("args", "pattern"),
     [
-        (["--preset", "nope"], r"unknown value 'nope' \(allowed: lumoscore-paper, vclos, tpuv4\)"),
+        (
+            ["--preset", "nope"],
+            r"unknown value 'nope' \(allowed: lumoscore-paper, vclos, tpuv4, lumoscore-published\)",
+        ),
         (["--beta", "100", "--load", "0.5"], "exclusive"),
         (["--jobs", "0"], "n_jobs"),
         (["--gpus", "4"], "cluster_gpus"),

@@ -19,6 +19,7 @@ from lumoscore.workload import (
     TPUV4_SIZE_MIX,
     Trace,
     generate_trace,
+    get_preset,
     workload_level,
 )
 from lumoscore.workload.distributions import (
@@ -209,8 +210,8 @@ def test_invariants_for_any_seed_and_cluster(
     assert np.all(t.gpus <= cap) and np.all(t.gpus >= 8)
     assert np.all(round_down_pow2(t.gpus) == t.gpus)
     assert np.all(t.gpus == t.tp * t.pp * t.dp)
-    assert np.all(t.ep <= t.gpus)
-    assert np.all(t.duration_s >= 600.0)
+    assert np.all(t.ep <= t.gpus) and np.all(t.gpus % t.ep == 0)
+    assert np.all(t.duration_s >= float(get_preset(preset).duration.quantile(0.0)))
     assert t.meta.cluster_gpus == cluster_gpus
 
 

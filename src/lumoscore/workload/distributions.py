@@ -18,6 +18,14 @@ Run times
     ``mu = ln(2100 - 600)``, ``sigma = (ln(436000 - 600) - mu) / z_0.99`` (``z_0.99 = 2.3263``),
     i.e. ``mu = 7.3132``, ``sigma = 2.4376``; its mean is about 29,870 s.
 
+The published 1000-job set (preset ``lumoscore-published``)
+    :data:`PUBLISHED_SIZE_MIX` holds the sizes of the set the research code generated for its
+    4096-GPU runs (668 jobs of 32 GPUs, 16 of 128, 208 of 256, 96 of 512, 11 of 1024, 1 of
+    2048). :class:`QuantileSpline` is a run-time distribution through given quantiles;
+    :data:`PUBLISHED_DURATION` passes through the quantiles of the published Best run times
+    (:data:`PUBLISHED_JRT_QUANTILES_S`), has their mean (:data:`PUBLISHED_JRT_MEAN_S`) and
+    starts at :data:`PUBLISHED_MIN_S`.
+
 Examples
 --------
 >>> round(PAPER_SIZE_MIX.probability(64), 3), round(PAPER_SIZE_MIX.probability(512), 3)
@@ -31,11 +39,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
-from scipy import special
+from scipy import optimize, special
 
 from lumoscore.errors import ConfigError
+from lumoscore.workload.job import MODEL_SHARES
 
 __all__ = [
     "HELIOS_DURATION",
@@ -43,9 +53,17 @@ __all__ = [
     "HELIOS_MIN_S",
     "HELIOS_P99_S",
     "PAPER_SIZE_MIX",
+    "PUBLISHED_DURATION",
+    "PUBLISHED_JRT_MEAN_S",
+    "PUBLISHED_JRT_QUANTILES_S",
+    "PUBLISHED_MIN_S",
+    "PUBLISHED_SIZE_COUNTS",
+    "PUBLISHED_SIZE_MIX",
     "TPUV4_CUMULATIVE",
     "TPUV4_SIZE_MIX",
     "TPUV4_SLICE_SHARES",
+    "QuantileSpline",
+    "RunTimeDistribution",
     "ShiftedLogNormal",
     "SizeMix",
     "round_down_pow2",
@@ -91,6 +109,28 @@ TPUV4_SLICE_SHARES: Mapping[int, float] = {
 HELIOS_MIN_S = 600.0
 HELIOS_MEDIAN_S = 2100.0
 HELIOS_P99_S = 436_000.0
+
+#: Sizes of the published 1000-job set (beta 2000 s, 4096 GPUs): jobs per GPU count.
+PUBLISHED_SIZE_COUNTS: Mapping[int, int] = {
+    32: 668,
+    128: 16,
+    256: 208,
+    512: 96,
+    1024: 11,
+    2048: 1,
+}
+
+#: Run times of the published set on its Best network (JRT), quantiles in seconds.
+PUBLISHED_JRT_QUANTILES_S: Mapping[float, float] = {
+    0.10: 770.0,
+    0.25: 1010.0,
+    0.50: 2109.0,
+    0.75: 9712.0,
+    0.90: 44_147.0,
+    0.99: 436_300.0,
+}
+#: Mean run time of the published set on its Best network (seconds).
+PUBLISHED_JRT_MEAN_S = 21_679.0
 
 _MIN_GPUS = 8
 
@@ -332,4 +372,198 @@ class ShiftedLogNormal:
 #: Run times of the ``lumoscore-paper`` and ``tpuv4`` presets (see module docstring).
 HELIOS_DURATION: ShiftedLogNormal = ShiftedLogNormal.fit(
     min_s=HELIOS_MIN_S, median_s=HELIOS_MEDIAN_S, p99_s=HELIOS_P99_S
+)
+
+
+class RunTimeDistribution(Protocol):
+    """What a preset needs of a run-time distribution (seconds)."""
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """Draw ``n`` run times."""
+        ...
+
+    def quantile(self, p: np.ndarray | Sequence[float] | float) -> np.ndarray:
+        """Quantile function at probabilities ``p``."""
+        ...
+
+    def mean_s(self) -> float:
+        """Expected run time."""
+        ...
+
+
+def _segment_mean(a: float, z_lo: float, z_hi: float, slope: float) -> float:
+    """``E[exp(a + slope * (Z - z_lo)); z_lo < Z <= z_hi]`` for ``Z`` standard normal."""
+    if z_hi <= z_lo:
+        return 0.0
+    scale = math.exp(a - slope * z_lo + 0.5 * slope * slope)
+    return scale * float(special.ndtr(z_hi - slope) - special.ndtr(z_lo - slope))
+
+
+@dataclass(frozen=True)
+class QuantileSpline:
+    """Run-time distribution through given quantiles: ``ln x`` is piecewise linear in the
+    normal score ``z = Phi^-1(p)``.
+
+    Between two knots the distribution is a piece of a log-normal, so every knot quantile is
+    reproduced exactly. Below the first knot the first segment continues down to ``min_s``
+    (the probability below it becomes an atom at ``min_s``); above the last knot ``ln x``
+    grows with slope ``tail_sigma`` (a log-normal tail).
+
+    Parameters
+    ----------
+    probs : tuple of float
+        Knot probabilities, increasing, inside ``(0, 1)``; at least two.
+    values_s : tuple of float
+        Knot quantiles (seconds), increasing.
+    min_s : float
+        Smallest run time; ``0 < min_s < values_s[0]``.
+    tail_sigma : float
+        Slope of ``ln x`` in ``z`` above the last knot (> 0).
+
+    Examples
+    --------
+    >>> d = QuantileSpline((0.5, 0.9), (100.0, 1000.0), min_s=10.0, tail_sigma=1.0)
+    >>> [round(float(v), 6) for v in d.quantile([0.5, 0.9])]
+    [100.0, 1000.0]
+    >>> float(d.quantile(0.0)), round(float(d.cdf(100.0)), 6)
+    (10.0, 0.5)
+    >>> d2 = QuantileSpline.with_mean((0.5, 0.9), (100.0, 1000.0), min_s=10.0, mean_s=700.0)
+    >>> round(d2.mean_s(), 6)
+    700.0
+    """
+
+    probs: tuple[float, ...]
+    values_s: tuple[float, ...]
+    min_s: float
+    tail_sigma: float
+
+    def __post_init__(self) -> None:
+        p = np.asarray(self.probs, dtype=np.float64)
+        v = np.asarray(self.values_s, dtype=np.float64)
+        if p.ndim != 1 or p.size < 2 or p.size != v.size:
+            raise ConfigError("quantile spline: need at least two knots (probs and values_s)")
+        if not (np.all(np.diff(p) > 0) and p[0] > 0 and p[-1] < 1):
+            raise ConfigError(f"quantile spline: probs must increase inside (0, 1), got {p}")
+        if not (np.all(np.isfinite(v)) and np.all(np.diff(v) > 0)):
+            raise ConfigError(f"quantile spline: values_s must increase, got {v}")
+        if not (0 < self.min_s < v[0]):
+            raise ConfigError(
+                f"quantile spline: need 0 < min_s < values_s[0], got {self.min_s}, {v[0]}"
+            )
+        if not (math.isfinite(self.tail_sigma) and self.tail_sigma > 0):
+            raise ConfigError(f"quantile spline: tail_sigma must be > 0, got {self.tail_sigma}")
+
+    @classmethod
+    def with_mean(
+        cls,
+        probs: Sequence[float],
+        values_s: Sequence[float],
+        *,
+        min_s: float,
+        mean_s: float,
+    ) -> QuantileSpline:
+        """The spline whose ``tail_sigma`` gives the mean ``mean_s``.
+
+        Raises
+        ------
+        ConfigError
+            If no tail slope in ``(0, 20]`` reaches ``mean_s``.
+        """
+        probs_t = tuple(float(x) for x in probs)
+        values_t = tuple(float(x) for x in values_s)
+
+        def gap(sigma: float) -> float:
+            return cls(probs_t, values_t, min_s, sigma).mean_s() - mean_s
+
+        lo, hi = 1e-9, 20.0
+        if not (gap(lo) < 0 < gap(hi)):
+            raise ConfigError(
+                f"quantile spline: no tail slope gives mean {mean_s} s "
+                f"(reachable: {gap(lo) + mean_s:.6g} to {gap(hi) + mean_s:.6g})"
+            )
+        sigma = float(optimize.brentq(gap, lo, hi, xtol=1e-14, rtol=1e-14))
+        return cls(probs_t, values_t, min_s, sigma)
+
+    def _knots(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        z = special.ndtri(np.asarray(self.probs, dtype=np.float64))
+        lx = np.log(np.asarray(self.values_s, dtype=np.float64))
+        return z, lx, np.diff(lx) / np.diff(z)
+
+    def _floor_z(self) -> float:
+        """Normal score below which the run time is ``min_s``."""
+        z, lx, slope = self._knots()
+        return float(z[0] + (math.log(self.min_s) - lx[0]) / slope[0])
+
+    def _log_quantile_of_z(self, zs: np.ndarray) -> np.ndarray:
+        z, lx, slope = self._knots()
+        out = np.interp(zs, z, lx)
+        below = zs < z[0]
+        out[below] = lx[0] + slope[0] * (zs[below] - z[0])
+        above = zs > z[-1]
+        out[above] = lx[-1] + self.tail_sigma * (zs[above] - z[-1])
+        return out
+
+    def _of_z(self, zs: np.ndarray) -> np.ndarray:
+        """Run times at normal scores ``zs`` (floored at ``min_s`` exactly)."""
+        return np.maximum(np.exp(self._log_quantile_of_z(zs)), self.min_s)
+
+    def quantile(self, p: np.ndarray | Sequence[float] | float) -> np.ndarray:
+        """Quantile function (inverse CDF) at probabilities ``p``."""
+        zs = np.atleast_1d(special.ndtri(np.asarray(p, dtype=np.float64)))
+        return self._of_z(zs).reshape(np.shape(p))
+
+    def cdf(self, x: np.ndarray | Sequence[float] | float) -> np.ndarray:
+        """CDF at ``x`` seconds (the atom at ``min_s`` included at ``min_s``)."""
+        z, lx, slope = self._knots()
+        xs = np.atleast_1d(np.asarray(x, dtype=np.float64))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ly = np.log(np.where(xs > 0, xs, np.nan))
+        zs = np.interp(ly, lx, z)
+        below = ly < lx[0]
+        zs[below] = z[0] + (ly[below] - lx[0]) / slope[0]
+        above = ly > lx[-1]
+        zs[above] = z[-1] + (ly[above] - lx[-1]) / self.tail_sigma
+        out = np.where(xs >= self.min_s, special.ndtr(zs), 0.0)
+        return out.reshape(np.shape(x))
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """Draw ``n`` run times (seconds) from ``n`` standard normal draws of ``rng``.
+
+        Examples
+        --------
+        >>> bool(np.all(PUBLISHED_DURATION.sample(np.random.default_rng(1), 100) >= 397.5))
+        True
+        """
+        return self._of_z(rng.standard_normal(n))
+
+    def mean_s(self) -> float:
+        """Expected run time (closed form: a sum of truncated log-normal means)."""
+        z, lx, slope = self._knots()
+        z_floor = self._floor_z()
+        total = self.min_s * float(special.ndtr(z_floor))
+        total += _segment_mean(
+            float(lx[0] + slope[0] * (z_floor - z[0])), z_floor, float(z[0]), float(slope[0])
+        )
+        for k in range(slope.size):
+            total += _segment_mean(float(lx[k]), float(z[k]), float(z[k + 1]), float(slope[k]))
+        top = float(z[-1])
+        total += _segment_mean(float(lx[-1]), top, math.inf, self.tail_sigma)
+        return total
+
+
+#: Shortest run time of a job of the published set on its Best network (seconds): the
+#: research generator keeps Helios jobs longer than ``HELIOS_MIN_S``, and its traffic model
+#: shortens a job by at most the largest exposed share of a model (Pangu, 0.3375).
+PUBLISHED_MIN_S: float = HELIOS_MIN_S * (1.0 - max(s.total for s in MODEL_SHARES.values()))
+
+#: Sizes of the ``lumoscore-published`` preset (the published set's shares).
+PUBLISHED_SIZE_MIX: SizeMix = SizeMix.from_shares(PUBLISHED_SIZE_COUNTS)
+
+#: Run times of the ``lumoscore-published`` preset: through the published Best quantiles,
+#: with their mean; ``tail_sigma`` is that of :meth:`QuantileSpline.with_mean`, rounded.
+PUBLISHED_DURATION: QuantileSpline = QuantileSpline(
+    probs=tuple(PUBLISHED_JRT_QUANTILES_S),
+    values_s=tuple(PUBLISHED_JRT_QUANTILES_S.values()),
+    min_s=PUBLISHED_MIN_S,
+    tail_sigma=0.741668,
 )

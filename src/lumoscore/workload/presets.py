@@ -23,6 +23,16 @@ Presets (details and sources in ``docs/workload.md``):
     workload level near 40 on 512 GPUs, so the preset defaults to ``load = 0.9`` instead.
 ``tpuv4``
     As ``lumoscore-paper`` but sizes from :data:`TPUV4_SIZE_MIX` (the TPUv4 mix by share).
+``lumoscore-published``
+    The job set the LumosCore research code generated for its published 4096-GPU runs:
+    sizes from :data:`PUBLISHED_SIZE_MIX` (32 to 2048 GPUs, mean 139), models uniform,
+    ``TP = 8``, ``PP = min(servers, U{1, 2, 4, 8, 16, 32})``, ``DP = servers / PP``,
+    ``EP = min(servers, U{8, 16, 32})`` (the generator caps the expert value by the server
+    count, so 32-GPU jobs get ``EP = 4``), 10 iterations, run times on Best from
+    :data:`PUBLISHED_DURATION`, default ``beta_s = 2000``. Job 0 arrives after the first gap
+    (the generator's cumulative sum), so ``seed=1000`` with 1000 jobs reproduces the published
+    arrival times exactly; the other columns come from a trace file in the research code and
+    are drawn from their distributions instead.
 
 Examples
 --------
@@ -47,8 +57,10 @@ from lumoscore.errors import ConfigError
 from lumoscore.workload.distributions import (
     HELIOS_DURATION,
     PAPER_SIZE_MIX,
+    PUBLISHED_DURATION,
+    PUBLISHED_SIZE_MIX,
     TPUV4_SIZE_MIX,
-    ShiftedLogNormal,
+    RunTimeDistribution,
     SizeMix,
 )
 from lumoscore.workload.job import MODEL_SHARES
@@ -58,6 +70,7 @@ __all__ = [
     "EP_CHOICES_GPUS",
     "LOAD_BASES",
     "MODELS",
+    "PARALLELISM_MODES",
     "PP_CHOICES",
     "PRESETS",
     "TP",
@@ -77,6 +90,8 @@ EP_CHOICES_GPUS: tuple[int, ...] = (8, 16, 32)
 MODELS: tuple[str, ...] = tuple(MODEL_SHARES)
 #: How ``load=`` is turned into arrival times (see :func:`generate_trace`).
 LOAD_BASES: tuple[str, ...] = ("sample", "expected")
+#: Parallelism rules of :func:`draw_parallelism`.
+PARALLELISM_MODES: tuple[str, ...] = ("paper", "data-parallel", "published")
 
 
 @dataclass(frozen=True)
@@ -89,8 +104,9 @@ class Preset:
         Identifier and one-line description.
     size_mix : SizeMix
         GPUs per job before capping.
-    duration : ShiftedLogNormal
-        Run times on an ideal network.
+    duration : RunTimeDistribution
+        Run times on an ideal network (:class:`~lumoscore.workload.distributions.ShiftedLogNormal`
+        or :class:`~lumoscore.workload.distributions.QuantileSpline`).
     default_beta_s : float, optional
         Mean inter-arrival time when neither ``beta_s`` nor ``load`` is given.
     default_load : float, optional
@@ -100,26 +116,38 @@ class Preset:
     collectives : tuple of (str, float)
         Data-parallel collective algorithms and their probabilities.
     parallelism : str
-        ``"paper"`` (TP/PP/DP/EP rule of WORKLOAD.md) or ``"data-parallel"`` (PP=1, EP=TP).
+        One of :data:`PARALLELISM_MODES`: ``"paper"`` (TP/PP/DP/EP rule of WORKLOAD.md),
+        ``"data-parallel"`` (PP=1, EP=TP) or ``"published"`` (the research generator's rule,
+        EP capped by the server count); see :func:`draw_parallelism`.
     iterations : int
         Iterations per job.
+    first_arrival_after_gap : bool
+        ``False``: job 0 arrives at 0 and job ``i`` at the sum of the first ``i`` gaps.
+        ``True``: job ``i`` arrives at the sum of the first ``i + 1`` gaps, as in the research
+        generator (``cumsum`` of all gaps).
     """
 
     name: str
     description: str
     size_mix: SizeMix
-    duration: ShiftedLogNormal
+    duration: RunTimeDistribution
     default_beta_s: float | None
     default_load: float | None = None
     max_gpus: int | None = None
     collectives: tuple[tuple[str, float], ...] = (("ring", 1.0),)
     parallelism: str = "paper"
     iterations: int = 10
+    first_arrival_after_gap: bool = False
 
     def __post_init__(self) -> None:
         if (self.default_beta_s is None) == (self.default_load is None):
             raise ConfigError(
                 f"preset {self.name}: set exactly one of default_beta_s, default_load"
+            )
+        if self.parallelism not in PARALLELISM_MODES:
+            raise ConfigError(
+                f"preset {self.name}: parallelism {self.parallelism!r} "
+                f"(allowed: {', '.join(PARALLELISM_MODES)})"
             )
 
     def default_beta_for(self, cluster_gpus: int) -> float:
@@ -175,6 +203,15 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
             duration=HELIOS_DURATION,
             default_beta_s=2000.0,
         ),
+        "lumoscore-published": Preset(
+            name="lumoscore-published",
+            description="LumosCore research code's 1000-job set: its sizes, rules, Best run times",
+            size_mix=PUBLISHED_SIZE_MIX,
+            duration=PUBLISHED_DURATION,
+            default_beta_s=2000.0,
+            parallelism="published",
+            first_arrival_after_gap=True,
+        ),
     }
 )
 
@@ -209,14 +246,18 @@ def draw_parallelism(
     """Draw ``(tp, pp, dp, ep)`` for jobs of ``gpus`` GPUs (powers of two >= 8).
 
     ``mode="paper"``: ``tp = 8``, ``pp = min(servers, U(PP_CHOICES))``, ``dp = servers / pp``,
-    ``ep = min(gpus, U(EP_CHOICES_GPUS))``. ``mode="data-parallel"``: ``pp = 1``,
-    ``dp = servers``, ``ep = 8`` (no expert traffic); draws nothing.
+    ``ep = min(gpus, U(EP_CHOICES_GPUS))``. ``mode="published"``: as ``"paper"`` but
+    ``ep = min(servers, U(EP_CHOICES_GPUS))``, the research generator's cap (a 32-GPU job, 4
+    servers, gets ``ep = 4``). ``mode="data-parallel"``: ``pp = 1``, ``dp = servers``,
+    ``ep = 8`` (no expert traffic); draws nothing.
 
     Examples
     --------
     >>> tp, pp, dp, ep = draw_parallelism(np.random.default_rng(0), np.array([8, 64, 2048]))
     >>> (tp * pp * dp).tolist(), bool(np.all(ep <= [8, 64, 2048]))
     ([8, 64, 2048], True)
+    >>> draw_parallelism(np.random.default_rng(0), np.array([32]), mode="published")[3].tolist()
+    [4]
     """
     gpus = np.asarray(gpus, dtype=np.int64)
     n = gpus.size
@@ -226,10 +267,11 @@ def draw_parallelism(
     tp = np.full(n, TP, dtype=np.int64)
     if mode == "data-parallel":
         return tp, np.ones(n, dtype=np.int64), servers, np.full(n, TP, dtype=np.int64)
-    if mode != "paper":
-        raise ConfigError(f"parallelism mode {mode!r} (allowed: paper, data-parallel)")
+    if mode not in PARALLELISM_MODES:
+        raise ConfigError(f"parallelism mode {mode!r} (allowed: {', '.join(PARALLELISM_MODES)})")
     pp = np.minimum(servers, rng.choice(np.asarray(PP_CHOICES, dtype=np.int64), size=n))
-    ep = np.minimum(gpus, rng.choice(np.asarray(EP_CHOICES_GPUS, dtype=np.int64), size=n))
+    ep_cap = servers if mode == "published" else gpus
+    ep = np.minimum(ep_cap, rng.choice(np.asarray(EP_CHOICES_GPUS, dtype=np.int64), size=n))
     return tp, pp, servers // pp, ep
 
 
@@ -278,7 +320,9 @@ def generate_trace(
     -------
     Trace
         Jobs in arrival order; job ``i`` arrives at the sum of the first ``i`` gaps (job 0 at
-        0). ``meta`` records preset, seed, the ``beta_s`` used, ``load`` and ``cluster_gpus``.
+        0), or of the first ``i + 1`` gaps for a preset with ``first_arrival_after_gap``
+        (``lumoscore-published``). ``meta`` records preset, seed, the ``beta_s`` used,
+        ``load`` and ``cluster_gpus``.
 
     Raises
     ------
@@ -294,6 +338,9 @@ def generate_trace(
     (0.8, True)
     >>> sorted(set(t.collective)) == ["all-to-all", "halving-doubling", "ring"]
     True
+    >>> p = generate_trace("lumoscore-published", 1000, seed=1000, beta_s=2000.0)
+    >>> float(p.arrival_s[0])  # the published set's first arrival
+    2573.4599490318756
     """
     spec = get_preset(preset)
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs < 1:
@@ -313,7 +360,8 @@ def generate_trace(
 
     rng = np.random.default_rng(int(seed))
     gaps = rng.standard_exponential(n)
-    gaps[0] = 0.0
+    if not spec.first_arrival_after_gap:
+        gaps[0] = 0.0
     unit_arrival = np.cumsum(gaps)
     gpus = mix.sample(rng, n)
     model = np.asarray(MODELS, dtype=object)[rng.integers(0, len(MODELS), size=n)]
@@ -330,7 +378,8 @@ def generate_trace(
     elif load_basis == "sample" and n > 1:
         # Measured level = (n-1)/span * mean(gpus*duration) / cluster_gpus; span = beta * U.
         mean_gs = float(np.mean(gpus * duration_s))
-        beta = (n - 1) * mean_gs / (unit_arrival[-1] * load * cluster_gpus)
+        unit_span = unit_arrival[-1] - unit_arrival[0]
+        beta = (n - 1) * mean_gs / (unit_span * load * cluster_gpus)
     else:
         beta = spec.mean_gpu_seconds(int(cluster_gpus)) / (load * cluster_gpus)
 
@@ -340,10 +389,13 @@ def generate_trace(
         .to_numpy(dtype=np.float64)
         for cls in ("dp", "ep", "pp")
     }
+    # With the first gap kept, cumsum(gaps * beta) is numpy's cumsum(exponential(beta, n)),
+    # bit for bit: the research generator's arrivals.
+    arrival_s = np.cumsum(gaps * beta) if spec.first_arrival_after_gap else unit_arrival * beta
     frame = pd.DataFrame(
         {
             "job_id": np.arange(n, dtype=np.int64),
-            "arrival_s": unit_arrival * beta,
+            "arrival_s": arrival_s,
             "gpus": gpus,
             "model": model,
             "tp": tp,
