@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import pydantic
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -176,6 +177,7 @@ def test_every_run_field_is_sweepable(path: str) -> None:
         "rail_optimized": [False, True],
         "queue": ["fifo", "edf"],
         "eps": [0.0, 0.1],
+        "exposure": ["literal", "research"],
         "failures.rate_per_gpu_day": [0.0, 0.5],
         "failures.hard_fraction": [0.1, 0.2],
         "failures.soft_repair_s": [1.0, 2.0],
@@ -203,3 +205,19 @@ def test_run_config_is_hashable_and_frozen() -> None:
     assert hash(r) == hash(RunConfig(arch="BEST", gpus=256))
     with pytest.raises(Exception, match="frozen"):
         r.gpus = 512  # type: ignore[misc]
+
+
+def test_exposure_is_a_validated_key_and_literal_keeps_earlier_store_keys() -> None:
+    from lumoscore.experiments.store import run_key
+
+    research = RunConfig(arch="best", gpus=256, exposure="research")
+    literal = RunConfig(arch="best", gpus=256)
+    assert literal.exposure == "literal" and research.exposure == "research"
+    assert run_key(research) != run_key(literal)
+    doc = literal.model_dump(mode="python")
+    doc.pop("exposure")
+    assert "exposure" not in doc and run_key(literal) == run_key(RunConfig.model_validate(doc))
+    with pytest.raises(pydantic.ValidationError, match="exposure model 'x' unknown; allowed"):
+        RunConfig(arch="best", gpus=256, exposure="x")
+    exp = ExperimentConfig(name="e", gpus=256, architectures=["best"], exposure="research")
+    assert {r.exposure for r in expand(exp)} == {"research"}

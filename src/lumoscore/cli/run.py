@@ -137,6 +137,7 @@ def _override(
     jobs: int | None,
     eps: float | None,
     gpus: list[int] | None = None,
+    exposure: str | None = None,
 ) -> ExperimentConfig:
     from lumoscore.experiments.config import ExperimentConfig, format_validation_error
 
@@ -150,6 +151,9 @@ def _override(
     if eps is not None:
         doc["eps"] = eps
         sweep.pop("eps", None)
+    if exposure is not None:
+        doc["exposure"] = exposure
+        sweep.pop("exposure", None)
     if gpus:
         doc["gpus"] = list(gpus)
     doc["sweep"] = sweep
@@ -205,6 +209,14 @@ def run(
             min=0.0,
             help="Override eps (0 = exact max-min rates, the fast mode; e.g. 0.01 = "
             "(1+eps)-approximate, several times slower on contended fabrics).",
+        ),
+    ] = None,
+    exposure: Annotated[
+        str | None,
+        typer.Option(
+            "--exposure",
+            help="Override the traffic model: literal (each class takes exactly its exposed "
+            "share at 1.6 Tb/s) or research (the traffic of the paper's published runs).",
         ),
     ] = None,
     report: Annotated[
@@ -269,6 +281,7 @@ def run(
                 ignored={
                     "--jobs": jobs,
                     "--eps": eps,
+                    "--exposure": exposure,
                     "--dry-run": dry_run or None,
                     "--scheduler": scheduler,
                     "--dask-local": dask_local,
@@ -278,7 +291,7 @@ def run(
             return
         if quick:
             raise ConfigError("--quick applies to task presets only; use --jobs and --gpus")
-        parts = preset_experiments(paper, jobs=jobs, eps=eps, gpus=gpus, out=out)
+        parts = preset_experiments(paper, jobs=jobs, eps=eps, gpus=gpus, out=out, exposure=exposure)
         runs = preset_runs(parts)
         name = paper.name
         out_dir = parts[0].output_dir()
@@ -293,7 +306,7 @@ def run(
         if quick:
             raise ConfigError("--quick applies to task presets (--preset) only")
         config = DEFAULT_EXPERIMENT if file is None else load_experiment(file)
-        config = _override(config, out=out, jobs=jobs, eps=eps, gpus=gpus)
+        config = _override(config, out=out, jobs=jobs, eps=eps, gpus=gpus, exposure=exposure)
         runs = expand(config)
         name = config.name
         out_dir = config.output_dir()

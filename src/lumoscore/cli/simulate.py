@@ -83,6 +83,14 @@ def simulate(
             "on contended fabrics).",
         ),
     ] = 0.0,
+    exposure: Annotated[
+        str,
+        typer.Option(
+            "--exposure",
+            help="Traffic model: literal (each class takes exactly its exposed share at "
+            "1.6 Tb/s) or research (the traffic of the paper's published runs).",
+        ),
+    ] = "literal",
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Directory for jobs.parquet/csv, queue.csv, summary.json."),
@@ -122,6 +130,7 @@ def simulate(
             job_list,
             queue=queue,
             eps=eps,
+            exposure=exposure,
             progress=lambda done, total: bar.update(task, completed=done),
         )
         with frozen_gc():  # (this process runs one simulation at a time)
@@ -136,6 +145,7 @@ def simulate(
         "queue": queue,
         "seed": seed,
         "eps": eps,
+        "exposure": exposure,
     }
     if out is not None:
         result.write(out, manifest=manifest)

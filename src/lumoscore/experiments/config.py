@@ -42,6 +42,7 @@ from lumoscore.experiments.architectures import PAPER_ARCHITECTURES
 from lumoscore.fabric.presets import architecture, make_fabric
 from lumoscore.sim.failures import FailureModel
 from lumoscore.sim.queueing import QUEUE_POLICIES
+from lumoscore.traffic.exposure import EXPOSURES
 from lumoscore.workload.presets import PRESETS as TRACE_PRESETS
 
 __all__ = [
@@ -84,6 +85,12 @@ def _routes_one_way(arch: str) -> bool:
 def _check_trace_preset(name: str | None) -> str | None:
     if name is not None and name not in TRACE_PRESETS:
         raise ValueError(f"unknown trace preset {name!r}; allowed: {', '.join(TRACE_PRESETS)}")
+    return name
+
+
+def _check_exposure(name: str) -> str:
+    if name not in EXPOSURES:
+        raise ValueError(EXPOSURES.unknown(name))
     return name
 
 
@@ -194,6 +201,10 @@ class RunConfig(BaseModel):
         Queue policy (:data:`~lumoscore.sim.queueing.QUEUE_POLICIES`).
     eps : float
         0 for exact max-min rates, > 0 for the (1+eps)-approximate allocation.
+    exposure : str
+        Traffic model (:data:`~lumoscore.traffic.exposure.EXPOSURES`): ``literal`` (each
+        class takes exactly its exposed share at 1.6 Tb/s) or ``research`` (the traffic of
+        the paper's published runs).
     failures : FailureConfig
         GPU failures (default none).
     seed : int
@@ -215,8 +226,14 @@ class RunConfig(BaseModel):
     rail_optimized: bool | None = None
     queue: str = "fifo"
     eps: float = Field(0.0, ge=0, allow_inf_nan=False)
+    exposure: str = "literal"
     failures: FailureConfig = FailureConfig()
     seed: int = Field(1, ge=0)
+
+    @field_validator("exposure")
+    @classmethod
+    def _known_exposure(cls, v: str) -> str:
+        return _check_exposure(v)
 
     @field_validator("queue")
     @classmethod
@@ -336,6 +353,7 @@ class ExperimentConfig(BaseModel):
     routing: str | dict[str, str] | None = None
     queue: str = "fifo"
     eps: float | list[float] = 0.0
+    exposure: str = "literal"
     failures: FailureConfig = FailureConfig()
     seeds: int | list[int] = Field([1])
     output: str | None = None
@@ -345,6 +363,11 @@ class ExperimentConfig(BaseModel):
     @classmethod
     def _known_queue(cls, v: str) -> str:
         return _check_queue(v)
+
+    @field_validator("exposure")
+    @classmethod
+    def _known_exposure(cls, v: str) -> str:
+        return _check_exposure(v)
 
     @model_validator(mode="before")
     @classmethod
@@ -461,6 +484,7 @@ class ExperimentConfig(BaseModel):
             "routing": routing,
             "queue": self.queue,
             "eps": self.eps if not isinstance(self.eps, list) else 0.0,
+            "exposure": self.exposure,
             "failures": self.failures.model_dump(),
         }
 

@@ -325,11 +325,12 @@ def preset_experiments(
     eps: float | None = None,
     gpus: Sequence[int] | None = None,
     out: str | Path | None = None,
+    exposure: str | None = None,
 ) -> list[ExperimentConfig]:
     """The parts of a simulation preset with the overrides applied.
 
-    ``jobs``/``eps`` replace the job count and eps, ``gpus`` the cluster sizes, ``out`` the
-    output folder (default ``results/<preset>``) of every part.
+    ``jobs``/``eps``/``exposure`` replace the job count, eps and traffic model, ``gpus`` the
+    cluster sizes, ``out`` the output folder (default ``results/<preset>``) of every part.
 
     Raises
     ------
@@ -353,6 +354,8 @@ def preset_experiments(
             doc["trace"]["jobs"] = jobs
         if eps is not None:
             doc["eps"] = eps
+        if exposure is not None:
+            doc["exposure"] = exposure
         if gpus is not None:
             if not gpus:
                 raise ConfigError("gpus: an empty list; give at least one cluster size")

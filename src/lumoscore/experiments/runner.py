@@ -79,7 +79,11 @@ def simulator_options(run_config: RunConfig) -> dict[str, Any]:
     from lumoscore.sim.engine import Simulator
 
     params = inspect.signature(Simulator).parameters
-    opts: dict[str, Any] = {"queue": run_config.queue, "eps": run_config.eps}
+    opts: dict[str, Any] = {
+        "queue": run_config.queue,
+        "eps": run_config.eps,
+        "exposure": run_config.exposure,
+    }
     failures = run_config.failures.to_model()
     if "failures" in params:
         opts["failures"] = failures if failures.enabled else None

@@ -100,8 +100,9 @@ def _canonical_json(obj: Any) -> str:
 def run_key(run_config: RunConfig) -> str:
     """The store key of a run: 16 hex digits of a SHA-256 over its canonical JSON.
 
-    The hash covers the resolved config (without ``rail_optimized`` while it is ``None``, so
-    keys from before that field existed stay valid), :data:`STORE_SCHEMA`,
+    The hash covers the resolved config (without ``rail_optimized`` while it is ``None`` and
+    ``exposure`` while it is ``"literal"``, so keys from before those fields existed stay
+    valid), :data:`STORE_SCHEMA`,
     ``lumoscore.__version__`` and, when the trace is a file, the SHA-256 of the file's bytes
     (an edited trace is a new run).
 
@@ -119,6 +120,8 @@ def run_key(run_config: RunConfig) -> str:
     }
     if run_config.rail_optimized is None:  # added later: keep the keys of earlier runs
         doc["config"].pop("rail_optimized", None)
+    if run_config.exposure == "literal":  # (likewise: the model of the earlier runs)
+        doc["config"].pop("exposure", None)
     if run_config.trace.file is not None:
         try:
             data = Path(run_config.trace.file).read_bytes()

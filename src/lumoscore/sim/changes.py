@@ -104,7 +104,7 @@ class FabricChanges:
         """The job's plan on the fabric as it is now; its flows must be able to finish."""
         s = self.s
         load = None if self.link_load is None else self.link_load.load
-        plan = build_plan(job, gpus, s.fabric, eps=s.eps, link_load=load)
+        plan = build_plan(job, gpus, s.fabric, eps=s.eps, link_load=load, exposure=s.exposure)
         cap = s.cap
         for r, rp in enumerate(plan.rounds):
             if not math.isfinite(rp.solo_s):

@@ -57,6 +57,7 @@ from lumoscore.sim.queueing import QUEUE_POLICIES
 from lumoscore.sim.results import SimResult
 from lumoscore.sim.rounds import RoundModel
 from lumoscore.sim.state import P_ARRIVE, RunState, SimulationError
+from lumoscore.traffic.exposure import EXPOSURES
 from lumoscore.workload.job import Job
 
 __all__ = ["Handler", "Placer", "SimulationError", "Simulator", "frozen_gc"]
@@ -97,6 +98,10 @@ class Simulator:
         a :class:`~lumoscore.sim.placers.FailurePlacer`.
     seed : int
         Seed of every random choice of the run (the failure process).
+    exposure : str
+        The traffic model, a name in :data:`~lumoscore.traffic.exposure.EXPOSURES`:
+        ``"literal"`` (each class takes exactly its exposed share at 1.6 Tb/s) or
+        ``"research"`` (the traffic of the paper's published runs). Reported in the summary.
     """
 
     def __init__(
@@ -111,6 +116,7 @@ class Simulator:
         eps: float = 0.0,
         failures: FailureModel | None = None,
         seed: int = 0,
+        exposure: str = "literal",
     ) -> None:
         self.fabric = fabric
         self.jobs = sorted(jobs, key=lambda j: (j.arrival_s, j.job_id))
@@ -137,12 +143,15 @@ class Simulator:
         if self.failures is not None and not isinstance(placer, FailurePlacer):
             raise ConfigError("failures need a placer with fail_gpus() and repair_gpus()")
         self.seed = int(seed)
+        self.exposure = EXPOSURES.check(exposure)
 
     # ------------------------------------------------------------------------------------
     def run(self) -> SimResult:
         """Run the whole trace; return per-job results and run statistics."""
         wall0 = time.perf_counter()
-        state = RunState.new(self.fabric, self.jobs, eps=self.eps, isolation=self.isolation)
+        state = RunState.new(
+            self.fabric, self.jobs, eps=self.eps, isolation=self.isolation, exposure=self.exposure
+        )
         model, admission, handlers = self._build(state)
         loop(state, model, handlers)
         return self._result(state, model, admission, time.perf_counter() - wall0)

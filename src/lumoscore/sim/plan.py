@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from lumoscore.fabric.base import Fabric
 from lumoscore.sim.kernels import fluid_run, solo_run
-from lumoscore.traffic import iteration_flows
+from lumoscore.traffic.exposure import EXPOSURES
 from lumoscore.workload.job import REFERENCE_PORT_GBPS, Job
 
 __all__ = [
@@ -222,8 +222,11 @@ def build_plan(
     *,
     eps: float = 0.0,
     link_load: FloatArray | None = None,
+    exposure: str = "literal",
 ) -> JobPlan:
     """Route every round of one iteration of ``job`` placed on ``gpus`` (rank order).
+
+    ``exposure`` names the traffic model (:data:`~lumoscore.traffic.exposure.EXPOSURES`).
 
     ``link_load`` (fabrics whose routing is load-aware, :attr:`Fabric.load_aware
     <lumoscore.fabric.base.Fabric.load_aware>`): flows other jobs send on each link; the
@@ -233,7 +236,7 @@ def build_plan(
     # A job's bytes are fixed by its model: its ideal iteration time is at the reference port
     # speed. A fabric with slower ports takes longer; the contention level compares with
     # the contention-free time at the fabric's own port speed.
-    schedule = iteration_flows(job, gpus, fabric.spec, aggregate=True, key="gpu")
+    schedule = EXPOSURES[exposure](job, gpus, fabric.spec, aggregate=True, key="gpu")
     slower = REFERENCE_PORT_GBPS / fabric.port_gbps
     cap = fabric.capacity_bps
     rounds = []

@@ -238,6 +238,7 @@ class SimResult:
         summary = {
             **summarize(table),
             "eps": float(stats.get("eps", 0.0)),
+            "exposure": str(stats.get("exposure", "literal")),
             "wall_s": float(stats.get("wall_s", math.nan)),
             **{k: int(stats[k]) for k in _COUNTED if k in stats},
         }

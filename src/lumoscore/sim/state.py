@@ -126,7 +126,7 @@ class JobRecords:
         return len(self.jobs)
 
 
-def _new_stats(eps: float) -> dict[str, Any]:
+def _new_stats(eps: float, exposure: str) -> dict[str, Any]:
     return {
         "events": 0,
         "materialized": 0,
@@ -144,6 +144,7 @@ def _new_stats(eps: float) -> dict[str, Any]:
         "failures_hitting_jobs": 0,
         "fragmentation_blocks": 0,
         "eps": eps,
+        "exposure": exposure,
     }
 
 
@@ -159,6 +160,9 @@ class RunState:
         0 for exact max-min rates, > 0 for the (1+eps)-approximate allocation.
     isolation : bool
         Whether jobs and rounds that meet no other may run on their precomputed timelines.
+    exposure : str
+        The traffic model jobs are planned with
+        (:data:`~lumoscore.traffic.exposure.EXPOSURES`).
     queue : EventQueue
         The pending events.
     running : dict
@@ -175,6 +179,7 @@ class RunState:
     cap: FloatArray
     eps: float
     isolation: bool
+    exposure: str
     queue: EventQueue
     records: JobRecords
     running: dict[int, JobRun] = field(default_factory=dict)
@@ -182,14 +187,23 @@ class RunState:
     done: int = 0
 
     @classmethod
-    def new(cls, fabric: Fabric, jobs: Sequence[Job], *, eps: float, isolation: bool) -> RunState:
+    def new(
+        cls,
+        fabric: Fabric,
+        jobs: Sequence[Job],
+        *,
+        eps: float,
+        isolation: bool,
+        exposure: str = "literal",
+    ) -> RunState:
         """The state before the first event of a run of ``jobs`` (in trace order)."""
         return cls(
             fabric=fabric,
             cap=fabric.capacity_bps,
             eps=float(eps),
             isolation=bool(isolation),
+            exposure=exposure,
             queue=EventQueue(),
             records=JobRecords.empty(jobs),
-            stats=_new_stats(float(eps)),
+            stats=_new_stats(float(eps), exposure),
         )
