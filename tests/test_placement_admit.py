@@ -11,12 +11,15 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from lumoscore.placement import (
+    REFUSAL_KINDS,
     ClusterState,
     DemandPart,
+    Refusal,
     admit,
     fail,
     feasible_demand,
     finish,
+    get_policy,
     job_demand,
     reconfigure,
     share_paths,
@@ -169,12 +172,20 @@ def test_random_admission_sequences(events: list, mode: str) -> None:
     for k, (kind, gpus, pp, ep, r) in enumerate(events):
         if kind == "arrive":
             job = make_job(k, gpus, pp, ep)
+            strict = get_policy("locality").propose(state, job)
             adm = admit(state, job, wiring=WIRING, logical_mode=mode)
+            # the EP-split fallback is taken exactly when locality refuses for EP confinement,
+            # and then never refuses for want of a pod set
+            confined = isinstance(strict, Refusal) and strict.reason == "ep-confinement"
+            assert adm.relaxed == confined
+            if adm.refusal is not None:
+                assert adm.refusal.kind in REFUSAL_KINDS
+                assert adm.refusal.reason != "ep-confinement"
             if adm.admitted:
                 g = adm.placement.gpus
                 tp = g.reshape(-1, job.tp) // SPEC.gpus_per_server
                 assert (tp == tp[:, :1]).all()
-                if job.ep > job.tp and job.gpus % job.ep == 0:
+                if job.ep > job.tp and job.gpus % job.ep == 0 and not adm.relaxed:
                     pods = g.reshape(-1, job.ep) // SPEC.gpus_per_pod
                     assert (pods == pods[:, :1]).all()
         elif kind == "finish" and state.placements:

@@ -73,7 +73,13 @@ def test_refusal_reasons() -> None:
         st_.allocate(Placement(job_id=10 + p, gpus=np.arange(p * 64, p * 64 + 16), pods=(p,),
                                leaves=(p * 4,)))  # fmt: skip
     assert pol.place(st_, make_job(2, 128, ep=64)) is None
-    assert st_.refusals[-1].kind == "network" and st_.refusals[-1].reason == "ep-confinement"
+    assert st_.refusals[-1].kind == "locality" and st_.refusals[-1].reason == "ep-confinement"
+    # the EP-split fallback: 3 pods hold the 16 slots at all; in pieces of 2 slots (6 + 6 + 4)
+    split = pol.propose(st_, make_job(2, 128, ep=64), split_ep=True)
+    assert isinstance(split, Placement) and split.tier == "pods-ep-split"
+    assert len(split.pods) == 3
+    per_pod = np.bincount(SPEC.pod_of_gpu(split.gpus), minlength=4)
+    assert sorted(per_pod.tolist()) == [0, 32, 48, 48]
     relaxed = get_policy("relaxed").place(st_, make_job(2, 128, ep=64))
     assert relaxed is not None and len(relaxed.pods) >= 3
     with pytest.raises(PlacementError):

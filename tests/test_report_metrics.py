@@ -274,7 +274,7 @@ def test_jct_over_best_is_the_ratio_of_means_and_named_apart_from_the_per_job_me
     assert row.loc["best", "jct_over_best"] == 1.0
     headers = [h for _, h, _ in SUMMARY_METRICS]
     # one name, one meaning: only the alternative sources of one figure share a header
-    assert {h for h in headers if headers.count(h) > 1} == {"rewired share", "fragmentation"}
+    assert {h for h in headers if headers.count(h) > 1} == {"rewired share"}
     defs = column_definitions(["JCT / Best", "per-job JCT ratio", "trace.load"])
     assert "ratio of means" in defs["JCT / Best"] and "job by job" in defs["per-job JCT ratio"]
     assert defs["trace.load"] == "the swept parameter trace.load"

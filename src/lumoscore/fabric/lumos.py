@@ -92,6 +92,7 @@ from lumoscore.workload.job import Job
 
 __all__ = [
     "DEFAULT_RECONFIG_DELAY_S",
+    "REFUSAL_CAUSES",
     "LumosCoreFabric",
     "NoCircuitError",
 ]
@@ -99,6 +100,21 @@ __all__ = [
 #: Default OCS switching time (s): MEMS OCS switch in about 10-100 ms; we take the slow end
 #: (100 ms) plus nothing for the control plane, so the delay is an upper bound of the optics.
 DEFAULT_RECONFIG_DELAY_S = 0.1
+
+#: Causes of a refused placement, counted in ``stats["refusals_<cause>"]``: ``gpus`` -- fewer
+#: idle GPUs than the job needs (waiting for GPUs, not fragmentation); ``tp_slots`` -- enough
+#: idle GPUs, not in whole TP slots of ``tp`` GPUs of one server; ``locality`` -- enough idle
+#: slots, not in whole EP groups per pod (only with the EP-split fallback off); ``network`` --
+#: enough GPUs, but the leaves' cross-pod ports (even with path sharing) or the OCS layer cannot
+#: carry the job.
+REFUSAL_CAUSES: tuple[str, ...] = ("gpus", "tp_slots", "locality", "network")
+_REASON_CAUSE = {
+    "gpus": "gpus",
+    "tp-slots": "tp_slots",
+    "ep-confinement": "locality",
+    "leaf-ports": "network",
+    "ocs": "network",
+}
 
 
 class NoCircuitError(InfeasibleError):
@@ -164,7 +180,8 @@ class LumosCoreFabric(Fabric):
         ``+ceil(tp/2)`` per DP pair) or ``phases`` (one link per concurrent flow, A.12).
     admit_options : dict, optional
         Extra keyword arguments for :func:`lumoscore.placement.admit` / ``finish``
-        (e.g. ``logical_mode``, ``backup``).
+        (e.g. ``logical_mode``, ``backup``; ``split_ep=False`` turns the EP-split fallback
+        off).
 
     Examples
     --------
@@ -247,7 +264,9 @@ class LumosCoreFabric(Fabric):
         self._hash_seed = int(np.random.default_rng(seed).integers(0, 2**32, dtype=np.uint64))
         self.stats = {
             "admissions": 0,
+            "relaxed_admissions": 0,
             "refusals": 0,
+            **{f"refusals_{cause}": 0 for cause in REFUSAL_CAUSES},
             "rewired_circuits": 0,
             "reconfigurations": 0,
             "rerouted_jobs": 0,
@@ -348,7 +367,11 @@ class LumosCoreFabric(Fabric):
         """Admit ``job`` (placement, logical topology, OCS configuration); its GPUs in rank
         order, or None when it does not fit now (refusal in ``state.refusals``).
 
-        The capacity change is kept for :meth:`admit`.
+        The capacity change is kept for :meth:`admit`. A job whose EP groups fit no pod set
+        whole is placed with its EP groups split over the fewest pods (the admission's
+        fallback, counted in ``stats["relaxed_admissions"]``; ``admit_options={"split_ep":
+        False}`` refuses it instead). A refusal is counted in ``stats["refusals"]`` and in
+        ``stats["refusals_<cause>"]``, one of :data:`REFUSAL_CAUSES`.
         """
         adm = admit(
             self.state,
@@ -360,10 +383,13 @@ class LumosCoreFabric(Fabric):
             **self.admit_options,
         )
         if not adm.admitted:
+            assert adm.refusal is not None
             self.stats["refusals"] += 1
+            self.stats[f"refusals_{_REASON_CAUSE[adm.refusal.reason]}"] += 1
             return None
         assert adm.placement is not None
         self.stats["admissions"] += 1
+        self.stats["relaxed_admissions"] += int(adm.relaxed)
         self.shared_links[job.job_id] = int(adm.shared_links)
         rewired = int(adm.rewired_circuits)
         self.stats["rewired_circuits"] += rewired

@@ -3,12 +3,18 @@
 :func:`admit` takes the cluster state and a new job and
 
 1. places it (:class:`~lumoscore.placement.policies.PlacementPolicy`, ``locality`` by default);
+   when the locality rules find no pod set only because the EP groups do not fit whole into
+   pods (enough TP slots idle), it places the job with its EP groups split over the fewest pods
+   instead (``split_ep=True``, the default: LumosCore §4.2 Principle 2 allows EP across pods in
+   a fragmented cluster; tier ``pods-ep-split``, ``Admission.relaxed``), so a job is refused
+   only for want of GPUs or of network;
 2. computes its demand part ``L1`` (:func:`~lumoscore.placement.demand.job_demand`) and checks
    ``L = L2 + L1``: when a leaf would need more than its limit (``K_leaf``; ``K_leaf / 2`` with
    ``tau = 1``, Theorem 4.2) it first re-places the job away from the overloaded leaves (up to
    ``replace_attempts`` times), then, above ``K_leaf``, lets the new job share links by min-cost
    flow (:func:`~lumoscore.placement.demand.share_paths`); if even that fails the job is refused
-   (``kind="network"``, ``reason="leaf-ports"``);
+   (``kind="network"``, ``reason="leaf-ports"``); re-placements keep the first placement's
+   mode (locality, or the EP split);
 3. allocates the GPUs and adds ``L1`` to ``L``;
 4. updates the logical topology ``C`` and the per-spine split ``L_abh``: by default
    (``logical_mode="incremental"``) the running jobs keep their split and only ``L1`` is
@@ -20,7 +26,9 @@
 5. with a wiring, reconfigures the OCS groups whose ``C_h`` changed through
    :func:`lumoscore.toe.configure` (minimal rewiring from ``state.circuits``), measures the
    rewired circuits and, with ``iota``, plans the staged reconfiguration
-   (:func:`lumoscore.toe.staged_plan`).
+   (:func:`lumoscore.toe.staged_plan`). Should the logical topology or the ToE prove
+   infeasible (:class:`~lumoscore.errors.InfeasibleError`), the job's allocation is undone
+   and it is refused (``kind="network"``, ``reason="ocs"``).
 
 :func:`finish` releases a job (and by default reconfigures); :func:`fail` marks GPUs, servers or
 leaf-spine links failed, releases the jobs hit (optional) and reconfigures; :func:`reconfigure`
@@ -64,7 +72,7 @@ from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.placement.demand import job_demand, share_paths
-from lumoscore.placement.policies import PlacementPolicy, get_policy
+from lumoscore.placement.policies import EP_SPLIT_TIER, PlacementPolicy, get_policy
 from lumoscore.placement.state import ClusterState, DemandPart, Placement, Refusal
 from lumoscore.toe import StagedPlan, ToeResult, circuit_loss, configure, rewired_circuits
 from lumoscore.toe import staged_plan as toe_staged_plan
@@ -145,7 +153,8 @@ class Admission:
 
     ``placement``/``demand`` are None for refused jobs (``refusal`` says why). ``attempts`` counts
     placements tried, ``shared_links`` the links the job shares with others (path sharing),
-    ``released`` the jobs released by the event.
+    ``released`` the jobs released by the event; :attr:`relaxed` tells a placement of the
+    EP-split fallback.
     """
 
     job_id: int
@@ -162,6 +171,11 @@ class Admission:
     def admitted(self) -> bool:
         """The job was placed."""
         return self.placement is not None
+
+    @property
+    def relaxed(self) -> bool:
+        """The job was placed by the EP-split fallback (its EP groups cross pods)."""
+        return self.placement is not None and self.placement.tier == EP_SPLIT_TIER
 
     @property
     def logical(self) -> LogicalTopology | None:
@@ -448,11 +462,13 @@ def admit(
     share: bool = True,
     iota: float | None = None,
     backup: bool = False,
+    split_ep: bool = True,
 ) -> Admission:
     """Place a new job, update ``L``, the logical topology and the OCS configuration.
 
-    See the module docstring. A refused job leaves the state unchanged except for the
-    fragmentation record (``state.refusals``).
+    See the module docstring. ``split_ep`` enables the EP-split fallback of step 1 (``False``:
+    such a job is refused, ``kind="locality"``, ``reason="ep-confinement"``). A refused job
+    leaves the state unchanged except for the fragmentation record (``state.refusals``).
     """
     t0 = time.perf_counter()
     pol = get_policy(policy) if isinstance(policy, str) else policy
@@ -460,6 +476,10 @@ def admit(
     k = spec.k_leaf
     target = k // 2 if spec.tau == 1 else k
     got = pol.propose(state, job)
+    split = False  # EP-split fallback (and its re-placements)
+    if split_ep and isinstance(got, Refusal) and got.reason == "ep-confinement":
+        got = pol.propose(state, job, split_ep=True)
+        split = True
     if isinstance(got, Refusal):
         state.refusals.append(got)
         return Admission(job.job_id, None, refusal=got, place_time_s=time.perf_counter() - t0)
@@ -471,7 +491,7 @@ def admit(
     over = _overloaded(rows_now, part, target)
     while over.any() and attempts <= replace_attempts:
         avoid |= over
-        alt = pol.propose(state, job, avoid_leaves=avoid)
+        alt = pol.propose(state, job, avoid_leaves=avoid, split_ep=split)
         if isinstance(alt, Refusal):
             break
         attempts += 1
@@ -501,18 +521,30 @@ def admit(
     t1 = time.perf_counter()
     rec = None
     if part.total or state.logical is None:
-        tl = time.perf_counter()
-        topo = _incremental(state, job.job_id, part, True, logical_mode) if part.total else None
-        tl = time.perf_counter() - tl
-        rec = reconfigure(
-            state,
-            wiring=wiring,
-            solver=solver,
-            method=logical_method,
-            iota=iota,
-            backup=backup,
-            logical=topo,
-        )
+        splits = dict(state.job_split)  # (a full recomputation clears them)
+        try:
+            tl = time.perf_counter()
+            topo = _incremental(state, job.job_id, part, True, logical_mode) if part.total else None
+            tl = time.perf_counter() - tl
+            rec = reconfigure(
+                state,
+                wiring=wiring,
+                solver=solver,
+                method=logical_method,
+                iota=iota,
+                backup=backup,
+                logical=topo,
+            )
+        except InfeasibleError as exc:  # the OCS layer cannot carry it: undo the allocation
+            state.release(job.job_id)
+            state.job_split.clear()
+            state.job_split.update(splits)
+            ref = Refusal(
+                job.job_id, "network", "ocs", job.gpus, state.free_gpus,
+                f"the OCS layer cannot realise the logical topology: {exc}",
+            )  # fmt: skip
+            state.refusals.append(ref)
+            return Admission(job.job_id, None, refusal=ref, attempts=attempts)
         rec = replace(rec, logical_time_s=rec.logical_time_s + tl)
     return Admission(
         job.job_id,

@@ -11,13 +11,23 @@ order after the A.6 communication-domain arrangement
 4. the **fewest pods** (:mod:`lumoscore.placement.podselect`, Eqs. 37-41), every pod getting
    whole EP groups (a multiple of ``ep / tp`` slots), so an EP group never crosses a pod.
 
+When tier 4 finds no pod set (enough idle slots, but not in whole EP groups per pod: refusal
+``locality`` / ``ep-confinement``), ``propose(..., split_ep=True)`` relaxes the EP rule as
+LumosCore §4.2 (Principle 2) allows for a fragmented cluster: the fewest pods that hold the
+job's slots at all, every pod getting a multiple of the largest divisor ``d`` of the EP group
+(in slots) with which those pods still hold it, chosen by the same A.4 selection with units of
+``d`` slots; tier ``pods-ep-split``. An EP group then crosses pods in pieces of multiples of
+``d`` slots (``d = 1``: single TP groups). It never refuses a job whose TP slots are idle.
+:func:`lumoscore.placement.admit` uses it as its fallback.
+
 Among candidates of a tier the one with the fewest idle GPUs wins (less fragmentation), ties by
 the idle GPUs of its leaf, then of its pod, then by index. Inside a pod the fewest leaves are
 used (the largest leaves, then the best-fitting one for the rest), and inside a leaf partly
 used servers are filled first.
 
 ``relaxed`` (the papers' relaxed-locality baselines, e.g. vClos' OCS-Relax): tiers 1-2 as
-above, then the lowest-indexed idle slots anywhere, EP groups may cross pods.
+above, then the lowest-indexed idle slots anywhere, EP groups may cross pods (any number of
+pods: not the EP-split fallback above, which keeps the fewest pods and the largest pieces).
 
 ``first-fit`` (electrical baselines): the lowest-indexed idle slots.
 
@@ -51,6 +61,7 @@ from lumoscore.traffic.arrangement import arrange_job
 from lumoscore.workload.job import Job
 
 __all__ = [
+    "EP_SPLIT_TIER",
     "POD_SELECTION",
     "POLICIES",
     "PlacementPolicy",
@@ -67,6 +78,28 @@ POLICIES: tuple[str, ...] = ("locality", "relaxed", "first-fit")
 
 POD_SELECTION: tuple[str, ...] = ("auto", "greedy", "exact")
 """Pod-selection methods: ``auto`` = exact CP-SAT with few candidate pods, else greedy."""
+
+EP_SPLIT_TIER = "pods-ep-split"
+"""``Placement.tier`` of the EP-split fallback (``propose(..., split_ep=True)``)."""
+
+
+def _split_unit(pod_free: IntArray, n: int, u: int) -> int:
+    """Piece (in slots) of the EP-split fallback: the largest divisor ``d < u`` of the EP group
+    ``u`` with which the fewest pods that can hold ``n`` slots at all (``d = 1``) hold them in
+    multiples of ``d``.
+
+    Examples
+    --------
+    >>> _split_unit(np.array([6, 6, 6, 6]), 16, 8)   # 3 pods needed: 6 + 6 + 4 (d = 2)
+    2
+    >>> _split_unit(np.array([4, 4, 4, 4]), 16, 8)
+    4
+    """
+    by_size = np.sort(pod_free)[::-1]
+    k = int(np.searchsorted(np.cumsum(by_size), n) + 1)  # fewest pods (n idle slots checked)
+    return next(
+        d for d in range(u - 1, 0, -1) if u % d == 0 and int((by_size[:k] // d).sum()) * d >= n
+    )
 
 
 def _slot_order(free: BoolArray, server_free: IntArray, sps: int, base: int) -> IntArray:
@@ -104,12 +137,33 @@ class PlacementPolicy:
 
     # ---- public -------------------------------------------------------------------------
     def propose(
-        self, state: ClusterState, job: Job, *, avoid_leaves: BoolArray | None = None
+        self,
+        state: ClusterState,
+        job: Job,
+        *,
+        avoid_leaves: BoolArray | None = None,
+        split_ep: bool = False,
     ) -> Placement | Refusal:
         """Where the job would go now (the state is not changed), or why it does not fit.
 
-        ``avoid_leaves`` (bool per leaf) treats those leaves' GPUs as busy (used to re-place a
-        job away from leaves whose cross-pod ports are full).
+        Parameters
+        ----------
+        state : ClusterState
+            The cluster (read only).
+        job : Job
+            The job to place.
+        avoid_leaves : ndarray of bool, optional
+            One flag per leaf: treat those leaves' GPUs as busy (used to re-place a job away
+            from leaves whose cross-pod ports are full).
+        split_ep : bool
+            ``locality`` only: when no pod set takes the job in whole EP groups, split the EP
+            groups over the fewest pods in the largest pieces that fit (tier
+            ``pods-ep-split``, see the module docstring) instead of refusing it.
+
+        Returns
+        -------
+        Placement or Refusal
+            The placement, or the refusal (not recorded in ``state.refusals``).
         """
         spec = state.spec
         tp = job.tp
@@ -142,7 +196,7 @@ class PlacementPolicy:
             return got
         if self.name == "relaxed":
             return self._finish(state, job, np.flatnonzero(slot_free)[:n], "any")
-        return self._pods(state, job, n, slot_free, idle, free_gpus)
+        return self._pods(state, job, n, slot_free, idle, free_gpus, split_ep)
 
     def place(self, state: ClusterState, job: Job) -> Placement | None:
         """Place the job and allocate its GPUs; ``None`` (refusal recorded) if it does not fit.
@@ -235,8 +289,10 @@ class PlacementPolicy:
         slot_free: BoolArray,
         idle: BoolArray,
         free_gpus: int,
+        split_ep: bool = False,
     ) -> Placement | Refusal:
-        """Tier 4: the fewest pods, whole EP groups per pod (A.4)."""
+        """Tier 4: the fewest pods, whole EP groups per pod (A.4); with ``split_ep``, pieces
+        of the largest divisor of the EP group that fits when whole groups do not."""
         spec = state.spec
         tp = job.tp
         u = math.gcd(n, max(1, job.ep // tp))  # slots per EP group
@@ -244,12 +300,16 @@ class PlacementPolicy:
         pod_free = slot_free.reshape(-1, per_pod).sum(axis=1)
         cap = pod_free // u
         need = n // u
+        tier = "pods"
         if int(cap.sum()) < need:
-            return Refusal(
-                job.job_id, "network", "ep-confinement", job.gpus, free_gpus,
-                f"EP groups of {u * tp} GPUs fit {int(cap.sum()) * u * tp} GPUs in whole "
-                f"groups per pod, job needs {job.gpus}",
-            )  # fmt: skip
+            if not split_ep:
+                return Refusal(
+                    job.job_id, "locality", "ep-confinement", job.gpus, free_gpus,
+                    f"EP groups of {u * tp} GPUs fit {int(cap.sum()) * u * tp} GPUs in whole "
+                    f"groups per pod, job needs {job.gpus}",
+                )  # fmt: skip
+            u = _split_unit(pod_free, n, u)
+            cap, need, tier = pod_free // u, n // u, EP_SPLIT_TIER
         method = self.pod_selection
         if method == "auto":
             method = "exact" if int((cap > 0).sum()) <= self.exact_max_pods else "greedy"
@@ -262,7 +322,7 @@ class PlacementPolicy:
                 for p, k in zip(sel.pods, sel.units, strict=True)
             ]
         )
-        return self._finish(state, job, slots, "pods")
+        return self._finish(state, job, slots, tier)
 
 
 def get_policy(name: str = "locality", **options: object) -> PlacementPolicy:

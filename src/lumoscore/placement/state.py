@@ -58,8 +58,9 @@ __all__ = [
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
-#: ``Refusal.kind`` values: not enough GPUs vs enough GPUs but the network/locality rules fail.
-REFUSAL_KINDS: tuple[str, ...] = ("gpus", "network")
+#: ``Refusal.kind`` values: not enough idle GPUs (or whole TP slots); enough, but the locality
+#: rules (EP inside a pod) leave no pod set; enough, but the network cannot carry the job.
+REFUSAL_KINDS: tuple[str, ...] = ("gpus", "locality", "network")
 
 
 class PlacementError(PreconditionError):
@@ -105,12 +106,15 @@ class Refusal:
     job_id : int
         The job.
     kind : str
-        ``"gpus"`` -- not enough idle GPUs (or whole TP slots) anywhere;
-        ``"network"`` -- enough idle GPUs, but the locality rules (EP inside a pod) or the
-        leaves' cross-pod ports (row sums of ``L`` above ``K_leaf``) refuse it.
+        One of :data:`REFUSAL_KINDS`: ``"gpus"`` -- not enough idle GPUs (or whole TP slots)
+        anywhere; ``"locality"`` -- enough idle TP slots, but not in whole EP groups per pod
+        (only when the EP-split fallback of :func:`~lumoscore.placement.admit` is off, or for a
+        bare policy call); ``"network"`` -- enough idle GPUs, but the leaves' cross-pod ports
+        (row sums of ``L`` above ``K_leaf`` even with path sharing) or the OCS layer (the ToE
+        cannot realise the logical topology) cannot carry the job.
     reason : str
         ``"gpus"``, ``"tp-slots"`` (idle GPUs are scattered over partly used servers),
-        ``"ep-confinement"`` or ``"leaf-ports"``.
+        ``"ep-confinement"``, ``"leaf-ports"`` or ``"ocs"``.
     needed_gpus, free_gpus : int
         What the job asked for and what was idle.
     detail : str

@@ -73,8 +73,38 @@ SUMMARY_METRICS: tuple[tuple[str, str, str], ...] = (
     ("fabric.rewired_share", "rewired share", "rewired circuits over circuits configured"),
     ("stats.rewired_share", "rewired share", "rewired circuits over circuits configured"),
     ("fabric.refusals", "placement refusals", "placement attempts refused while jobs waited"),
-    ("stats.fragmentation", "fragmentation", "placements blocked with enough GPUs free"),
-    ("fabric.fragmentation", "fragmentation", "placements blocked with enough GPUs free"),
+    (
+        "fabric.refusals_gpus",
+        "refusals: GPUs",
+        "placement attempts refused for want of idle GPUs (waiting, not fragmentation)",
+    ),
+    (
+        "fabric.refusals_tp_slots",
+        "refusals: TP slots",
+        "placement attempts refused with enough idle GPUs, but not in whole TP slots of a server",
+    ),
+    (
+        "fabric.refusals_locality",
+        "refusals: locality",
+        "placement attempts refused with enough idle slots, but not in whole EP groups per pod "
+        "(only with the EP-split fallback off)",
+    ),
+    (
+        "fabric.refusals_network",
+        "refusals: network",
+        "placement attempts refused with enough idle GPUs because the leaves' cross-pod ports "
+        "(even with path sharing) or the OCS layer cannot carry the job",
+    ),
+    (
+        "fabric.relaxed_admissions",
+        "EP-split placements",
+        "jobs placed by the EP-split fallback (EP groups across pods) instead of waiting",
+    ),
+    (
+        "fragmentation_blocks",
+        "fragmentation blocks",
+        "times the queue's head was refused while enough GPUs were free in total",
+    ),
     ("makespan_s", "makespan (s)", "last finish - first arrival"),
 )
 
