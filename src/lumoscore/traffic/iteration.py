@@ -125,6 +125,22 @@ def rank_grid(job: Job, gpus: ArrayLike) -> IntArray:
     return arr.reshape(job.pp, job.dp, job.tp)
 
 
+def checked_grid(
+    job: Job, gpus: ArrayLike, spec: ClusterSpec, *, key: str, port_gbps: float
+) -> IntArray:
+    """The job's rank grid (:func:`rank_grid`) after checking a traffic model's inputs: GPU
+    ids inside the cluster, an aggregation ``key`` and a positive ``port_gbps``."""
+    grid = rank_grid(job, gpus)
+    flat = grid.reshape(-1)
+    if flat.size and (flat.min() < 0 or flat.max() >= spec.gpus):
+        raise ConfigError(f"job {job.job_id}: GPU ids must lie in [0, {spec.gpus})")
+    if key not in ("leaf", "server", "gpu"):
+        raise ConfigError(f"key must be 'leaf', 'server' or 'gpu', got {key!r}")
+    if not (port_gbps > 0):
+        raise ConfigError(f"port_gbps must be > 0, got {port_gbps!r}")
+    return grid
+
+
 def class_times_s(job: Job) -> dict[str, float]:
     """Exposed time of each class on the ideal network, per round it occupies.
 
@@ -226,14 +242,8 @@ def iteration_flows(
     >>> [r.tag for r in s], s[0].flows.src.tolist(), s[0].flows.weight.tolist()
     (['dp'], [0, 0, 1, 1], [8, 8, 8, 8])
     """
-    grid = rank_grid(job, gpus)
+    grid = checked_grid(job, gpus, spec, key=key, port_gbps=port_gbps)
     flat = grid.reshape(-1)
-    if flat.size and (flat.min() < 0 or flat.max() >= spec.gpus):
-        raise ConfigError(f"job {job.job_id}: GPU ids must lie in [0, {spec.gpus})")
-    if key not in ("leaf", "server", "gpu"):
-        raise ConfigError(f"key must be 'leaf', 'server' or 'gpu', got {key!r}")
-    if not (port_gbps > 0):
-        raise ConfigError(f"port_gbps must be > 0, got {port_gbps!r}")
     gps = spec.gpus_per_server
     times = class_times_s(job)
     pp, dp = job.pp, job.dp

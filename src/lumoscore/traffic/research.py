@@ -54,10 +54,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.errors import PreconditionError
 from lumoscore.topology.cluster import ClusterSpec
 from lumoscore.traffic.flows import Flows, Round, Schedule
-from lumoscore.traffic.iteration import AggregateKey, _size_rounds, rank_grid
+from lumoscore.traffic.iteration import AggregateKey, _size_rounds, checked_grid
 from lumoscore.workload.job import REFERENCE_PORT_GBPS, Job
 
 __all__ = ["research_flows", "research_shares", "research_stage_rings"]
@@ -188,14 +188,7 @@ def research_flows(
         Rounds with flows, compute seconds, tag and ideal communication time; the rounds'
         compute and ideal times add up to the job's iteration time.
     """
-    grid = rank_grid(job, gpus)
-    flat = grid.reshape(-1)
-    if flat.size and (flat.min() < 0 or flat.max() >= spec.gpus):
-        raise ConfigError(f"job {job.job_id}: GPU ids must lie in [0, {spec.gpus})")
-    if key not in ("leaf", "server", "gpu"):
-        raise ConfigError(f"key must be 'leaf', 'server' or 'gpu', got {key!r}")
-    if not (port_gbps > 0):
-        raise ConfigError(f"port_gbps must be > 0, got {port_gbps!r}")
+    grid = checked_grid(job, gpus, spec, key=key, port_gbps=port_gbps)
     rounds, slots = _plan(job, grid)
     compute_share = 1.0 - sum(research_shares(job))
     if not rounds:
