@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from lumoscore.errors import ConfigError
 from lumoscore.experiments.architectures import PAPER_ARCHITECTURES
 from lumoscore.fabric.presets import architecture, make_fabric
+from lumoscore.registry import Registry
 from lumoscore.sim.failures import FailureModel
 from lumoscore.sim.queueing import QUEUE_POLICIES
 from lumoscore.traffic.exposure import EXPOSURES
@@ -88,15 +89,11 @@ def _check_trace_preset(name: str | None) -> str | None:
     return name
 
 
-def _check_exposure(name: str) -> str:
-    if name not in EXPOSURES:
-        raise ValueError(EXPOSURES.unknown(name))
-    return name
-
-
-def _check_queue(name: str) -> str:
-    if name not in QUEUE_POLICIES:
-        raise ValueError(QUEUE_POLICIES.unknown(name))
+def _registered(registry: Registry[Any], name: str) -> str:
+    """``name`` if ``registry`` has it, else the registry's message as a ValueError (pydantic
+    then names the field)."""
+    if name not in registry:
+        raise ValueError(registry.unknown(name))
     return name
 
 
@@ -233,12 +230,12 @@ class RunConfig(BaseModel):
     @field_validator("exposure")
     @classmethod
     def _known_exposure(cls, v: str) -> str:
-        return _check_exposure(v)
+        return _registered(EXPOSURES, v)
 
     @field_validator("queue")
     @classmethod
     def _known_queue(cls, v: str) -> str:
-        return _check_queue(v)
+        return _registered(QUEUE_POLICIES, v)
 
     @field_validator("arch")
     @classmethod
@@ -362,12 +359,12 @@ class ExperimentConfig(BaseModel):
     @field_validator("queue")
     @classmethod
     def _known_queue(cls, v: str) -> str:
-        return _check_queue(v)
+        return _registered(QUEUE_POLICIES, v)
 
     @field_validator("exposure")
     @classmethod
     def _known_exposure(cls, v: str) -> str:
-        return _check_exposure(v)
+        return _registered(EXPOSURES, v)
 
     @model_validator(mode="before")
     @classmethod

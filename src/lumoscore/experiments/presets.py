@@ -64,9 +64,6 @@ __all__ = [
 
 PresetKind = Literal["simulation", "task"]
 
-#: Clos architectures of the paper's comparison (rail-optimized wiring and probing routing
-#: apply to these only).
-CLOS_ARCHS: tuple[str, ...] = PAPER_CLOS
 #: Default scale of the simulation presets (the paper: 1000 jobs, exact max-min rates);
 #: ``fig8c`` (16k-GPU runs) uses :data:`SWEEP_JOBS`.
 DEFAULT_JOBS = 200
@@ -282,7 +279,7 @@ def _simulation_presets() -> list[PaperPreset]:
             _experiment(
                 "fig24",
                 "LumosCore Fig. 24: rail-optimized Clos pods at 4096 GPUs",
-                architectures=list(CLOS_ARCHS),
+                architectures=list(PAPER_CLOS),
                 sweep={"rail_optimized": [False, True]},
             ),
             _experiment(
@@ -303,7 +300,7 @@ def _simulation_presets() -> list[PaperPreset]:
             _experiment(
                 "fig25",
                 "LumosCore Fig. 25: Clos routing",
-                architectures=list(CLOS_ARCHS),
+                architectures=list(PAPER_CLOS),
                 sweep={"routing": ["ecmp", "probing", "ideal"]},
             ),
             _experiment(

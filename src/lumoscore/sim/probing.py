@@ -53,7 +53,5 @@ class LinkLoad:
 
     def replace(self, job_id: int, plan: JobPlan) -> None:
         """A running job moves to the routes of ``plan``."""
-        np.subtract(self.load, self._by_job[job_id], out=self.load)
-        own = probe_load(plan, self.n_links)
-        self._by_job[job_id] = own
-        np.add(self.load, own, out=self.load)
+        self.remove(job_id)
+        self.add(job_id, plan)

@@ -190,10 +190,11 @@ def research_flows(
     """
     grid = checked_grid(job, gpus, spec, key=key, port_gbps=port_gbps)
     rounds, slots = _plan(job, grid)
-    compute_share = 1.0 - sum(research_shares(job))
     if not rounds:
         return Schedule((Round(Flows.empty(), job.iteration_s, "compute", 0.0),))
-    per_slot = compute_share / max(sum(slots), 1)
+    if sum(slots) == 0:  # (the job's first round always has its compute before it)
+        slots = [1, *slots[1:]]
+    per_slot = (1.0 - sum(research_shares(job))) / sum(slots)
     parts = [part for rnd in rounds for part in rnd]
     part_ptr = np.cumsum([0] + [part[1].shape[0] for part in parts]).astype(np.int64)
     round_ptr = np.cumsum([0] + [len(rnd) for rnd in rounds]).astype(np.int64)
@@ -211,9 +212,6 @@ def research_flows(
         per_node if aggregate else 0,
         spec.gpus,
     )
-    if sum(slots) == 0:  # (all compute before the one round)
-        slots = [1, *slots[1:]]
-        per_slot = compute_share
     k = per_slot * sum(slots) + float(ideal.sum())
     d = job.iteration_s / k  # the research model's iteration length for this run time
     bounds = out_ptr.tolist()
