@@ -1,7 +1,10 @@
-"""Simulator benchmark: the 1000-job paper trace on the architecture presets.
+"""Simulator benchmark: the 1000-job default workload on the architecture presets.
 
-For each preset at 4096, 16384 and 32768 GPUs one simulation of the
-``lumoscore-paper`` trace (beta 2000 s, seed 1) runs in its own process; the script prints its
+For each preset at 4096, 16384 and 32768 GPUs one simulation of the 1000-job trace (beta
+2000 s, seed 1) runs in its own process, with the defaults of ``lumos run``: workload
+``published`` (preset ``lumoscore-published``, research exposure, Clos with probing);
+``--workload paper`` runs the ``lumoscore-paper`` trace with the literal exposure instead
+(``--routing`` overrides the Clos routing). The script prints its
 wall time, peak memory (max RSS of the process) and mean JCT, then the time of one max-min solve
 for 10k and 100k flows (``benchmarks/maxmin.py``'s instance). A run slower than ``--timeout``
 is stopped and reported as such. Presets not available in this build are reported as skipped.
@@ -11,9 +14,10 @@ Targets (2-core machine): 4096 GPUs x 1000 jobs <= 10 s per preset with peak mem
 (Clos) and 1650 s (LumosCore) for the 4096-GPU run.
 
 Usage: ``python benchmarks/sim.py [--jobs N] [--eps E] [--timeout S] [--quick] [--repeat R]
-[--presets A,B] [--gpus G,H]``; the last line is one JSON object ``{"figures", "targets",
-"met"}``. ``--repeat R`` runs every case R times and reports the fastest wall time and the
-largest peak memory (wall times on shared or virtual machines vary by 10-25 %).
+[--presets A,B] [--gpus G,H] [--workload W] [--routing R]``; the last line is one JSON
+object ``{"figures", "targets", "met"}``. ``--repeat R`` runs every case R times and reports
+the fastest wall time and the largest peak memory
+(wall times on shared or virtual machines vary by 10-25 %).
 """
 
 from __future__ import annotations
@@ -37,13 +41,14 @@ from lumoscore.fabric.presets import make_fabric
 from lumoscore.sim import Simulator, frozen_gc
 from lumoscore.workload import generate_trace
 arch, gpus, jobs, eps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+preset, exposure, routing = sys.argv[5], sys.argv[6], sys.argv[7] or None
 try:
-    fab = make_fabric(arch, gpus)
+    fab = make_fabric(arch, gpus, routing=routing if arch.startswith("clos") else None)
 except ConfigError as exc:
     print(json.dumps({"skipped": str(exc)}))
     sys.exit(0)
-trace = generate_trace("lumoscore-paper", jobs, seed=1, cluster_gpus=gpus, beta_s=2000)
-sim = Simulator(fab, trace.jobs, eps=eps)
+trace = generate_trace(preset, jobs, seed=1, cluster_gpus=gpus, beta_s=2000)
+sim = Simulator(fab, trace.jobs, eps=eps, exposure=exposure)
 t0 = time.perf_counter()
 with frozen_gc():
     res = sim.run()
@@ -54,11 +59,21 @@ print(json.dumps({"wall_s": wall, "peak_mib": rss, "mean_jct_s": res.summary["me
 """
 
 
-def run_one(arch: str, gpus: int, jobs: int, eps: float, timeout: float) -> dict:
+#: Workloads: trace preset and exposure model.
+WORKLOADS = {
+    "published": ("lumoscore-published", "research"),
+    "paper": ("lumoscore-paper", "literal"),
+}
+
+
+def run_one(
+    arch: str, gpus: int, jobs: int, eps: float, timeout: float, workload: str, routing: str
+) -> dict:
     t0 = time.perf_counter()
+    workload_args = (*WORKLOADS[workload], routing)
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", CHILD, arch, str(gpus), str(jobs), str(eps)],
+            [sys.executable, "-c", CHILD, arch, *map(str, (gpus, jobs, eps)), *workload_args],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -78,6 +93,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     ap.add_argument("--quick", action="store_true", help="200 jobs, no 16k/32k runs")
     ap.add_argument("--repeat", type=int, default=1, help="runs per case (fastest counts)")
+    ap.add_argument("--workload", choices=list(WORKLOADS), default="published")
+    ap.add_argument("--routing", default="", help="Clos routing (default: the preset's)")
     ap.add_argument("--presets", default=",".join(PRESETS), help="comma-separated presets")
     ap.add_argument("--gpus", default="4096,16384,32768", help="comma-separated cluster sizes")
     args = ap.parse_args()
@@ -92,10 +109,16 @@ def main() -> None:
     jobs = 200 if args.quick else args.jobs
     cases = [(a, g) for g in sizes for a in presets if not (args.quick and g != 4096)]
     figures: dict[str, float | str] = {}
-    print(f"{jobs} lumoscore-paper jobs, beta 2000 s, seed 1, eps {args.eps:g}")
+    preset, exposure = WORKLOADS[args.workload]
+    routing = args.routing or "preset default"
+    print(f"{jobs} {preset} jobs, beta 2000 s, seed 1, eps {args.eps:g}, {exposure} exposure, "
+          f"Clos routing {routing}")  # fmt: skip
     print(f"{'architecture':<24}{'GPUs':>7}{'wall s':>10}{'peak MiB':>10}{'mean JCT s':>13}")
     for arch, gpus in cases:
-        runs = [run_one(arch, gpus, jobs, args.eps, args.timeout) for _ in range(args.repeat)]
+        runs = [
+            run_one(arch, gpus, jobs, args.eps, args.timeout, args.workload, args.routing)
+            for _ in range(args.repeat)
+        ]
         r = next((x for x in runs if "wall_s" not in x or "peak_mib" not in x), None)
         if r is None:  # every run finished: the fastest wall, the largest memory
             r = dict(min(runs, key=lambda x: x["wall_s"]))

@@ -104,7 +104,8 @@ def test_default_experiment() -> None:
     assert [r.arch for r in runs] == list(PRESETS)
     assert {
         (r.gpus, r.trace.preset, r.trace.jobs, r.trace.beta_s, r.seed, r.eps) for r in runs
-    } == {(4096, "lumoscore-paper", 1000, 2000.0, 1, 0.0)}
+    } == {(4096, "lumoscore-published", 1000, 2000.0, 1, 0.0)}
+    assert {r.exposure for r in runs} == {"research"} and {r.routing for r in runs} == {None}
     path = Path(__file__).parents[1] / "examples" / "experiments" / "default.toml"
     assert load_experiment(path) == DEFAULT_EXPERIMENT
 
@@ -207,17 +208,14 @@ def test_run_config_is_hashable_and_frozen() -> None:
         r.gpus = 512  # type: ignore[misc]
 
 
-def test_exposure_is_a_validated_key_and_literal_keeps_earlier_store_keys() -> None:
+def test_exposure_is_a_validated_key_defaulting_to_research() -> None:
     from lumoscore.experiments.store import run_key
 
-    research = RunConfig(arch="best", gpus=256, exposure="research")
-    literal = RunConfig(arch="best", gpus=256)
+    research = RunConfig(arch="best", gpus=256)
+    literal = RunConfig(arch="best", gpus=256, exposure="literal")
     assert literal.exposure == "literal" and research.exposure == "research"
     assert run_key(research) != run_key(literal)
-    doc = literal.model_dump(mode="python")
-    doc.pop("exposure")
-    assert "exposure" not in doc and run_key(literal) == run_key(RunConfig.model_validate(doc))
     with pytest.raises(pydantic.ValidationError, match="exposure model 'x' unknown; allowed"):
         RunConfig(arch="best", gpus=256, exposure="x")
-    exp = ExperimentConfig(name="e", gpus=256, architectures=["best"], exposure="research")
-    assert {r.exposure for r in expand(exp)} == {"research"}
+    exp = ExperimentConfig(name="e", gpus=256, architectures=["best"], exposure="literal")
+    assert {r.exposure for r in expand(exp)} == {"literal"}

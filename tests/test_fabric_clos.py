@@ -13,12 +13,8 @@ from hypothesis import strategies as st
 
 from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.fabric.clos import ClosFabric
-from lumoscore.fabric.hashing import flow_key_words, murmur3_32
-from lumoscore.fabric.routing import (
-    balanced_ports,
-    ecmp_ports,
-    probe_ports,
-)
+from lumoscore.fabric.hashing import flow_hash, flow_key_words, murmur3_32
+from lumoscore.fabric.routing import balanced_ports, ecmp_ports
 from lumoscore.hardware.sizing import clos_max_gpus
 
 # (radix, tiers, gpus_per_server): small fabrics whose full build is cheap to inspect.
@@ -263,17 +259,25 @@ def test_empty_call() -> None:
 
 
 def tier_by_tier_routes(
-    fab: ClosFabric, src: np.ndarray, dst: np.ndarray, key: np.ndarray, load: np.ndarray | None
+    fab: ClosFabric,
+    src: np.ndarray,
+    dst: np.ndarray,
+    key: np.ndarray,
+    load: np.ndarray | None,
+    *,
+    seed_shift: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Reference router: whole-call NumPy passes, one tier at a time, with the policies of
-    :mod:`lumoscore.fabric.routing` and the row hash of :mod:`lumoscore.fabric.hashing`."""
+    :mod:`lumoscore.fabric.routing` and the row hash of :mod:`lumoscore.fabric.hashing`
+    (``probing``: see :func:`probing_reference`; ``seed_shift`` moves every tier seed)."""
+    if fab.routing == "probing":
+        return probing_reference(fab, src, dst, key, load)
     n, F, G = fab.tiers, src.size, fab.gpus
     a, port = fab.attachment(src)
     b, _ = fab.attachment(dst)
     h = fab.heights(src, dst)
     words = flow_key_words(src, dst, key)
-    hashes = [murmur3_32(words, s) for s in fab.tier_seeds]
-    load = None if load is None else load.copy()
+    hashes = [murmur3_32(words, (s + seed_shift) & 0xFFFFFFFF) for s in fab.tier_seeds]
     offs = fab.link_offsets()
     mat = np.empty((F, 2 * n), dtype=np.int64)
     mat[:, 0] = src
@@ -287,14 +291,12 @@ def tier_by_tier_routes(
         sw_src, sw_dst = (a // span) * w + col, (b // span) * w + col
         up_base = offs["up"][s - 1] + sw_src * P
         down_base = offs["down"][s - 1] + sw_dst * P
-        if fab.routing == "ecmp":
+        if fab.routing in ("ecmp", "probing"):
             p = ecmp_ports(hashes[s - 1], P)
         elif fab.routing == "balanced":
             p = balanced_ports(sw_src, active, P)
-        elif fab.routing == "source":
-            p = port % P if s == 1 else (a // fab.k ** (s - 2)) % P
         else:
-            p = probe_ports(load, up_base, down_base, active, ecmp_ports(hashes[s - 1], P), P)
+            p = port % P if s == 1 else (a // fab.k ** (s - 2)) % P
         idx = rows[active]
         mat[idx, s] = up_base[idx] + p[idx]
         mat[idx, 2 * h[idx] - 1 - s] = down_base[idx] + p[idx]
@@ -302,6 +304,55 @@ def tier_by_tier_routes(
     mat[rows, 2 * h - 1] = G + dst
     keep = np.arange(2 * n) < 2 * h[:, None]
     return np.concatenate([[0], np.cumsum(2 * h)]), mat[keep]
+
+
+def probing_reference(
+    fab: ClosFabric, src: np.ndarray, dst: np.ndarray, key: np.ndarray, load: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``probing`` as LumosCore's published runs define it, flow by flow in call order:
+    ``floor(N)`` ECMP paths with the tier seeds moved by ``c * 0x9E3779B9`` (one more when a
+    hash of the flow falls below ``N mod 1``), the first with the largest
+    ``min capacity / max(flows, 1)`` wins and counts one flow on its links."""
+    load = np.zeros(fab.n_links) if load is None else load.copy()
+    n_cand = np.full(src.size, math.floor(fab.probe_candidates))
+    frac = fab.probe_candidates - math.floor(fab.probe_candidates)
+    u = flow_hash(src, dst, key, seed=0x5BD1E995) / 2.0**32
+    n_cand += u < frac
+    cands = []
+    for c in range(int(n_cand.max())):
+        indptr, indices = tier_by_tier_routes(
+            _as_ecmp(fab), src, dst, key, None,
+            seed_shift=c * 0x9E3779B9,
+        )  # fmt: skip
+        cands.append(indices)
+    out = np.empty_like(cands[0])
+    cap = fab.capacity_bps
+    for i in range(src.size):
+        lo, hi = indptr[i], indptr[i + 1]
+        best, best_score = None, -1.0
+        for c in range(max(int(n_cand[i]), 1)):
+            path = cands[c][lo:hi]
+            score = float((cap[path] / np.maximum(load[path], 1.0)).min())
+            if score > best_score:
+                best, best_score = path, score
+        out[lo:hi] = best
+        load[best] += 1.0
+    return indptr, out
+
+
+def _as_ecmp(fab: ClosFabric) -> ClosFabric:
+    """The same fabric routing by ECMP (same seeds)."""
+    return ClosFabric(
+        fab.gpus,
+        fab.port_gbps,
+        fab.radix,
+        fab.tiers,
+        oversubscription=fab.oversubscription,
+        gpus_per_server=fab.spec.gpus_per_server,
+        rail_optimized=fab.rail_optimized,
+        polarized=fab.polarized,
+        seed=fab.seed,
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -312,9 +363,16 @@ def tier_by_tier_routes(
     polarized=st.booleans(),
     over=st.sampled_from([1.0, 3.0]),
     seed=st.integers(0, 1000),
+    candidates=st.sampled_from([1.0, 1.0 + 2.0 / 7.0, 2.5, 4.0]),
 )
 def test_compiled_router_matches_tier_by_tier_reference(
-    tiers: int, routing: str, rail: bool, polarized: bool, over: float, seed: int
+    tiers: int,
+    routing: str,
+    rail: bool,
+    polarized: bool,
+    over: float,
+    seed: int,
+    candidates: float,
 ) -> None:
     # The router visits flows one by one; policies defined over the whole call per tier
     # (balanced round-robin, probing loads) must come out the same.
@@ -334,6 +392,7 @@ def test_compiled_router_matches_tier_by_tier_reference(
         rail_optimized=rail,
         polarized=polarized,
         seed=seed,
+        probe_candidates=candidates,
     )
     src, dst = random_inter_server(fab, 300, seed)
     rng = np.random.default_rng(seed)

@@ -27,7 +27,7 @@ def test_paper_presets_at_4096(name: str, port_gbps: float, tiers: int, radix: i
     assert (fab.port_gbps, fab.tiers, fab.radix) == (port_gbps, tiers, radix)
     assert fab.name == name and fab.gpus == 4096
     assert np.all(fab.capacity_bps == port_gbps * 1e9)
-    assert fab.routing == "ecmp" and not fab.isolating
+    assert fab.routing == "probing" and not fab.isolating  # (the paper's §6.2 default)
 
 
 @pytest.mark.parametrize("gpus", [512, 2048, 4096, 8192, 16384])

@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
+from lumoscore.errors import ConfigError
 from lumoscore.fabric.base import Routes
 from lumoscore.fabric.clos import ClosFabric
-from lumoscore.fabric.routing import balanced_ports, probe_ports, rank_within_groups
+from lumoscore.fabric.routing import balanced_ports, rank_within_groups
 from lumoscore.hardware.sizing import clos_max_gpus
 
 #: Chi-square uniformity tests reject at p < P_MIN (fixed seeds: deterministic outcomes).
@@ -210,52 +211,45 @@ def test_balanced_beats_ecmp_on_max_uplink_load() -> None:
 
 
 # --------------------------------------------------------------------------- probing
-def test_probe_ports_matches_sequential_reference() -> None:
-    rng = np.random.default_rng(0)
-    n, P, links = 300, 4, 64
-    load0 = rng.integers(0, 3, links).astype(float)
-    up_base = rng.integers(0, 8, n) * P
-    down_base = 32 + rng.integers(0, 8, n) * P
-    active = rng.random(n) < 0.8
-    tie = rng.integers(0, P, n)
-    load = load0.copy()
-    got = probe_ports(load, up_base, down_base, active, tie, P)
-    ref = load0.copy()
-    for i in range(n):
-        if not active[i]:
-            assert got[i] == 0
-            continue
-        cands = [(tie[i] + j) % P for j in range(P)]
-        costs = [ref[up_base[i] + p] + ref[down_base[i] + p] for p in cands]
-        best = cands[int(np.argmin(costs))]
-        assert got[i] == best
-        ref[up_base[i] + best] += 1
-        ref[down_base[i] + best] += 1
-    assert np.array_equal(load, ref)
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), busy=st.integers(0, 5))
+def test_probing_with_one_candidate_is_ecmp(seed: int, busy: int) -> None:
+    """One candidate per flow: the ECMP path, whatever the load."""
+    fab_p = ClosFabric(1024, 400, 16, 3, routing="probing", probe_candidates=1, seed=seed)
+    fab_e = ClosFabric(1024, 400, 16, 3, routing="ecmp", seed=seed)
+    src, dst, key = cross_pod_flows(fab_p, 300, seed % 7 + 1)
+    load = np.random.default_rng(seed).integers(0, busy + 1, fab_p.n_links).astype(float)
+    assert np.array_equal(
+        fab_p.routes(src, dst, key, link_load=load).indices, fab_e.routes(src, dst, key).indices
+    )
 
 
-def test_probing_avoids_loaded_links_and_does_not_mutate_input() -> None:
-    fab = ClosFabric(32, 400, 8, 2, gpus_per_server=1, routing="probing")  # k = 4
-    load = np.zeros(fab.n_links)
+def test_probing_never_scores_below_the_ecmp_path_and_does_not_mutate_input() -> None:
+    fab = ClosFabric(32, 400, 8, 2, gpus_per_server=1, routing="probing", probe_candidates=8)
+    ecmp = ClosFabric(32, 400, 8, 2, gpus_per_server=1, routing="ecmp")
     lo = fab.link_offsets()["up"][0]
-    load[lo : lo + 3] = 5.0  # leaf 0's up-ports 0..2 are busy
-    before = load.copy()
-    r = fab.routes(np.array([0]), np.array([20]), np.array([9]), link_load=load)
-    assert r.links_of(0)[1] == lo + 3
-    assert np.array_equal(load, before)
+    for port in range(4):
+        load = np.zeros(fab.n_links)
+        load[lo + port] = 5.0  # one of leaf 0's up-ports is busy
+        before = load.copy()
+        src, dst, key = np.array([0]), np.array([20]), np.array([9])
+        path = fab.routes(src, dst, key, link_load=load).links_of(0)
+        e_path = ecmp.routes(src, dst, key).links_of(0)
+        score = (fab.capacity_bps[path] / np.maximum(load[path], 1)).min()
+        e_score = (fab.capacity_bps[e_path] / np.maximum(load[e_path], 1)).min()
+        assert score >= e_score
+        assert np.array_equal(load, before)
+    assert fab.describe()["probe_candidates"] == 8
 
 
-def test_probing_spreads_flows_of_one_call() -> None:
-    """With no load, the flows of one leaf towards distinct leaves take distinct up-ports."""
-    fab = ClosFabric(32, 400, 8, 2, gpus_per_server=1, routing="probing")
-    src = np.zeros(4, np.int64) + np.arange(4)  # the 4 GPUs of leaf 0
-    dst = np.array([4, 8, 12, 16])  # 4 different leaves
-    r = fab.routes(src, dst, np.zeros(4, np.int64))
-    assert link_load(fab, r).max() == 1
+def test_probing_candidates_are_validated() -> None:
+    for bad in (0.5, float("nan"), "2"):
+        with pytest.raises(ConfigError, match="probe_candidates"):
+            ClosFabric(32, 400, 8, 2, gpus_per_server=1, routing="probing", probe_candidates=bad)  # type: ignore[arg-type]
 
 
 def test_probing_beats_ecmp_on_max_link_load() -> None:
-    fab_p = ClosFabric(1024, 400, 16, 3, routing="probing")
+    fab_p = ClosFabric(1024, 400, 16, 3, routing="probing", probe_candidates=4)
     fab_e = ClosFabric(1024, 400, 16, 3, routing="ecmp")
     src, dst, key = cross_pod_flows(fab_p, 6000, 4)
     core = slice(2 * fab_p.gpus, None)

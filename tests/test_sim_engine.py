@@ -128,8 +128,10 @@ def test_rounds_claimed_ahead_equal_round_by_round() -> None:
     from lumoscore.fabric.presets import make_fabric
 
     jobs = generate_trace("lumoscore-paper", 30, seed=3, cluster_gpus=1024, beta_s=300.0).jobs
-    fast = Simulator(make_fabric("clos-51.2T-3tier", 1024), jobs).run()
-    slow = Simulator(make_fabric("clos-51.2T-3tier", 1024), jobs, isolation=False).run()
+    fast = Simulator(make_fabric("clos-51.2T-3tier", 1024, routing="ecmp"), jobs).run()
+    slow = Simulator(
+        make_fabric("clos-51.2T-3tier", 1024, routing="ecmp"), jobs, isolation=False
+    ).run()
     assert fast.stats["reserved_rounds"] > 100 and fast.stats["unreserved_rounds"] > 10
     assert fast.stats["solo_rounds_on_left_links"] > 0
     assert slow.stats["reserved_rounds"] == 0

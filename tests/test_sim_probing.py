@@ -1,35 +1,84 @@
-"""Probing routing sees the flows of the jobs already running."""
+"""Probing in the simulator: every round is routed when it starts, against the flows in flight."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from helpers_sim import job
 from lumoscore.fabric.clos import ClosFabric
 from lumoscore.sim.engine import Simulator
-from lumoscore.sim.plan import build_plan, probe_load
+from lumoscore.sim.plan import build_plan
+from lumoscore.sim.probing import InFlight, reroute
+from lumoscore.sim.rounds import RoundModel
+from lumoscore.sim.state import RunState
+from lumoscore.workload import generate_trace
 
 
-def test_probing_steers_around_running_jobs() -> None:
-    fab = ClosFabric(64, 1600, radix=32, tiers=2, gpus_per_server=8, routing="probing")
-    servers_a, servers_b = np.arange(0, 8, 2), np.arange(1, 8, 2)
-    gpus_a = (servers_a[:, None] * 8 + np.arange(8)).ravel()
-    gpus_b = (servers_b[:, None] * 8 + np.arange(8)).ravel()
-    a = build_plan(job(0, 0.0, 32), gpus_a, fab)
-    bg = probe_load(a, fab.n_links)
-    blind = build_plan(job(1, 0.0, 32), gpus_b, fab)
-    seeing = build_plan(job(1, 0.0, 32), gpus_b, fab, link_load=bg.copy())
-    # the busiest link carrying both jobs' flows is no busier when B sees A's flows
-    peak_blind = (bg + probe_load(blind, fab.n_links)).max()
-    peak_seeing = (bg + probe_load(seeing, fab.n_links)).max()
-    assert peak_seeing <= peak_blind
-    shared_blind = np.count_nonzero(bg * probe_load(blind, fab.n_links))
-    shared_seeing = np.count_nonzero(bg * probe_load(seeing, fab.n_links))
-    assert shared_seeing < shared_blind
+def clos(routing: str, candidates: float = 1.0) -> ClosFabric:
+    return ClosFabric(
+        256, 1600, radix=16, tiers=3, gpus_per_server=8, routing=routing,
+        probe_candidates=candidates,
+    )  # fmt: skip
 
 
-def test_simulator_probing_background_is_released() -> None:
-    fab = ClosFabric(64, 1600, radix=32, tiers=2, gpus_per_server=8, routing="probing")
-    jobs = [job(i, 0.0, 16) for i in range(6)]
-    res = Simulator(fab, jobs).run()
-    assert res.jobs["finish_s"].notna().all()
+def trace() -> list:
+    return generate_trace("lumoscore-paper", 40, seed=3, cluster_gpus=256, beta_s=200).jobs
+
+
+def test_one_candidate_reproduces_ecmp_round_by_round() -> None:
+    """With one candidate probing routes every round exactly as ECMP: the same run, although
+    it runs every job round by round (no isolated timelines, no claims ahead)."""
+    jobs = trace()
+    ecmp = Simulator(clos("ecmp"), jobs).run().jobs
+    probing = Simulator(clos("probing", 1.0), jobs).run()
+    assert probing.stats["materialized"] == 0 and not probing.jobs["isolated"].any()
+    np.testing.assert_allclose(probing.jobs["finish_s"], ecmp["finish_s"], rtol=1e-9)
+
+
+@pytest.mark.parametrize("candidates", [1.0 + 2.0 / 7.0, 4.0])
+def test_every_round_is_counted_in_flight_and_released(candidates: float) -> None:
+    fab = clos("probing", candidates)
+    sim = Simulator(fab, trace())
+    state = RunState.new(fab, sim.jobs, eps=0.0, isolation=True)
+    model, _, handlers = sim._build(state)
+    from lumoscore.sim.engine import loop
+
+    loop(state, model, handlers)
+    assert model.in_flight is not None and not model.in_flight.count.any()
+    assert state.records.finish.size and np.isfinite(state.records.finish).all()
+
+
+def test_reroute_scores_against_the_flows_in_flight() -> None:
+    """A round re-routed against heavy traffic on its ECMP links moves off them (with enough
+    candidates) and gets a new solo timeline; with nothing in flight it keeps its plan."""
+    fab = clos("probing", 8.0)
+    gpus = np.r_[0:8, 128:136]  # two servers in two pods: a DP ring over the core
+    plan = build_plan(job(0, 0.0, 16), gpus, fab)
+    rp = next(r for r in plan.rounds if r.n_flows)
+    assert reroute(rp, fab, np.zeros(fab.n_links), 0) is rp
+    busy = np.zeros(fab.n_links)
+    core = rp.links[rp.links >= 2 * fab.gpus]
+    busy[core] = 50.0
+    moved = reroute(rp, fab, busy, 0)
+    assert moved is not rp and moved.solo_s > 0
+    assert np.isin(moved.links, core).sum() < core.size
+
+
+def test_in_flight_counts_rows_with_their_weights() -> None:
+    fab = clos("probing")
+    rp = build_plan(job(0, 0.0, 32), np.arange(32), fab).rounds[0]
+    flows = InFlight(fab.n_links)
+    flows.add(rp)
+    per_link = np.bincount(
+        rp.indices, weights=np.repeat(rp.weight, np.diff(rp.indptr)), minlength=fab.n_links
+    )
+    assert np.array_equal(flows.count, per_link)
+    flows.remove(rp)
+    assert not flows.count.any()
+
+
+def test_probing_model_claims_nothing_ahead() -> None:
+    fab = clos("probing")
+    state = RunState.new(fab, trace(), eps=0.0, isolation=True)
+    assert not RoundModel(state, reserve=True).reserve

@@ -25,7 +25,6 @@ from lumoscore.sim.events import Event
 from lumoscore.sim.failures import FailureModel
 from lumoscore.sim.outages import Outages
 from lumoscore.sim.plan import JobPlan, RoundPlan, build_plan
-from lumoscore.sim.probing import LinkLoad
 from lumoscore.sim.queueing import QueuePolicy
 from lumoscore.sim.rounds import SOLO, RoundModel
 from lumoscore.sim.state import JobRun, RunState, SimulationError
@@ -274,7 +273,7 @@ def admission_on(jobs: list, placer: ListPlacer, policy: str) -> Admission:
     fab = BestFabric(gpus=64)
     st = RunState.new(fab, jobs, eps=0.0, isolation=True)
     model = RoundModel(st, reserve=True)
-    adm = Admission(st, model, FabricChanges(st, model, None), placer, QUEUE_POLICIES[policy])
+    adm = Admission(st, model, FabricChanges(st, model), placer, QUEUE_POLICIES[policy])
     model.on_done = adm.finish
     return adm
 
@@ -314,7 +313,7 @@ def test_a_too_big_job_is_rejected_and_a_finished_job_gives_everything_back() ->
 def test_a_change_is_applied_and_a_plan_over_a_dead_link_is_refused() -> None:
     fab = BottleneckFabric(32)
     st = RunState.new(fab, [], eps=0.0, isolation=True)
-    changes = FabricChanges(st, RoundModel(st, reserve=True), None)
+    changes = FabricChanges(st, RoundModel(st, reserve=True))
     changes.apply(FabricChange(), 0.0)
     assert st.stats["reconfigurations"] == 0  # an empty change is no reconfiguration
     core = np.array([fab.n_links - 1])
@@ -323,22 +322,6 @@ def test_a_change_is_applied_and_a_plan_over_a_dead_link_is_refused() -> None:
     gpus = np.concatenate([np.arange(0, 8), np.arange(16, 24)])
     with pytest.raises(SimulationError, match="routed over links of no capacity"):
         changes.routed(job(0, 0.0, 16), gpus)
-
-
-# -- link load ------------------------------------------------------------------------------
-def test_link_load_follows_jobs_in_and_out() -> None:
-    fab = BottleneckFabric(32)
-    gpus = np.concatenate([np.arange(0, 8), np.arange(16, 24)])
-    p = build_plan(job(0, 0.0, 16), gpus, fab)
-    load = LinkLoad(fab.n_links)
-    load.add(0, p)
-    load.add(1, p)
-    assert load.load[-1] > 0 and np.array_equal(load.load, 2 * load._by_job[0])
-    load.replace(1, JobPlan(1, (), np.zeros(0, np.int64), 0.0))
-    assert np.array_equal(load.load, load._by_job[0])
-    load.remove(0)
-    load.remove(1)
-    assert not load.load.any()
 
 
 # -- outages --------------------------------------------------------------------------------
@@ -351,7 +334,7 @@ def test_a_kill_keeps_the_checkpointed_iterations_and_requeues_the_rest() -> Non
     st = RunState.new(fab, [j], eps=0.0, isolation=True)
     model = RoundModel(st, reserve=False)
     placer = ServerPlacer(16)
-    adm = Admission(st, model, FabricChanges(st, model, None), placer, QUEUE_POLICIES["fifo"])
+    adm = Admission(st, model, FabricChanges(st, model), placer, QUEUE_POLICIES["fifo"])
     fm = FailureModel(rate_per_gpu_day=1.0, checkpoint_interval_s=250.0, restart_s=30.0)
     out = Outages(st, model, adm, placer, fm, np.random.default_rng(0))
     adm.waiting.append(j)

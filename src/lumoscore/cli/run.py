@@ -215,8 +215,9 @@ def run(
         str | None,
         typer.Option(
             "--exposure",
-            help="Override the traffic model: literal (each class takes exactly its exposed "
-            "share at 1.6 Tb/s) or research (the traffic of the paper's published runs).",
+            help="Override the traffic model: research (the traffic of the paper's published "
+            "runs, the default) or literal (each class takes exactly its exposed share at "
+            "1.6 Tb/s).",
         ),
     ] = None,
     report: Annotated[

@@ -87,10 +87,10 @@ def simulate(
         str,
         typer.Option(
             "--exposure",
-            help="Traffic model: literal (each class takes exactly its exposed share at "
-            "1.6 Tb/s) or research (the traffic of the paper's published runs).",
+            help="Traffic model: research (the traffic of the paper's published runs) or "
+            "literal (each class takes exactly its exposed share at 1.6 Tb/s).",
         ),
-    ] = "literal",
+    ] = "research",
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Directory for jobs.parquet/csv, queue.csv, summary.json."),

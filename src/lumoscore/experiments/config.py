@@ -192,16 +192,15 @@ class RunConfig(BaseModel):
     rail_optimized : bool, optional
         Rail-optimized intra-pod wiring (Clos fabrics only; LumosCore Fig. 24); ``None`` (the
         default) is the fabric's plain wiring and marks the field as not applicable (like
-        ``routing`` for Best). The store key leaves it out while it is ``None``, so results
-        stored before the field existed keep their keys.
+        ``routing`` for Best).
     queue : str
         Queue policy (:data:`~lumoscore.sim.queueing.QUEUE_POLICIES`).
     eps : float
         0 for exact max-min rates, > 0 for the (1+eps)-approximate allocation.
     exposure : str
-        Traffic model (:data:`~lumoscore.traffic.exposure.EXPOSURES`): ``literal`` (each
-        class takes exactly its exposed share at 1.6 Tb/s) or ``research`` (the traffic of
-        the paper's published runs).
+        Traffic model (:data:`~lumoscore.traffic.exposure.EXPOSURES`): ``research``
+        (default: the traffic of the paper's published runs) or ``literal`` (each class
+        takes exactly its exposed share at 1.6 Tb/s).
     failures : FailureConfig
         GPU failures (default none).
     seed : int
@@ -223,7 +222,7 @@ class RunConfig(BaseModel):
     rail_optimized: bool | None = None
     queue: str = "fifo"
     eps: float = Field(0.0, ge=0, allow_inf_nan=False)
-    exposure: str = "literal"
+    exposure: str = "research"
     failures: FailureConfig = FailureConfig()
     seed: int = Field(1, ge=0)
 
@@ -350,7 +349,7 @@ class ExperimentConfig(BaseModel):
     routing: str | dict[str, str] | None = None
     queue: str = "fifo"
     eps: float | list[float] = 0.0
-    exposure: str = "literal"
+    exposure: str = "research"
     failures: FailureConfig = FailureConfig()
     seeds: int | list[int] = Field([1])
     output: str | None = None
@@ -615,15 +614,15 @@ def experiment_from_dict(
     return config
 
 
-#: The built-in experiment of ``lumos run``: the LumosCore paper's 4096-GPU comparison
-#: (§6.4, Fig. 8) of the seven presets on the ``lumoscore-paper`` workload, 1000 jobs at
-#: ``beta_s = 2000`` s, seed 1.
+#: The built-in experiment of ``lumos run``: the LumosCore paper's published 4096-GPU
+#: comparison (§6.4, Fig. 8) of the seven presets on the ``lumoscore-published`` workload,
+#: 1000 jobs at ``beta_s = 2000`` s, seed 1, research exposure, Clos with probing.
 DEFAULT_EXPERIMENT = ExperimentConfig(
     name="default",
-    description="LumosCore §6.4: seven architectures at 4096 GPUs, lumoscore-paper workload",
+    description="LumosCore §6.4: seven architectures at 4096 GPUs, the published workload",
     gpus=4096,
     architectures=list(PAPER_ARCHITECTURES),
-    trace=ExperimentTrace(preset="lumoscore-paper", jobs=1000, beta_s=2000.0),
+    trace=ExperimentTrace(preset="lumoscore-published", jobs=1000, beta_s=2000.0),
     queue="fifo",
     eps=0.0,
     seeds=[1],

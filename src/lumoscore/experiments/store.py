@@ -49,8 +49,10 @@ from lumoscore.sim.results import SimResult
 
 __all__ = ["STORE_SCHEMA", "SUMMARY_COLUMNS", "ResultStore", "StoreError", "flatten", "run_key"]
 
-#: Version of the store layout; part of every key.
-STORE_SCHEMA = 1
+#: Version of the store layout and of what a run config leaves unsaid (2: Clos routes by
+#: probing and traffic follows the research exposure unless told otherwise); part of every
+#: key, so results made under other defaults are never reused.
+STORE_SCHEMA = 2
 #: Summary columns of the index, in order (NaN when a summary lacks one); any other scalar of
 #: the summary follows, sorted by name, and ``wall_s`` comes last.
 SUMMARY_COLUMNS: tuple[str, ...] = (
@@ -100,9 +102,7 @@ def _canonical_json(obj: Any) -> str:
 def run_key(run_config: RunConfig) -> str:
     """The store key of a run: 16 hex digits of a SHA-256 over its canonical JSON.
 
-    The hash covers the resolved config (without ``rail_optimized`` while it is ``None`` and
-    ``exposure`` while it is ``"literal"``, so keys from before those fields existed stay
-    valid), :data:`STORE_SCHEMA`,
+    The hash covers the resolved config, :data:`STORE_SCHEMA`,
     ``lumoscore.__version__`` and, when the trace is a file, the SHA-256 of the file's bytes
     (an edited trace is a new run).
 
@@ -118,10 +118,6 @@ def run_key(run_config: RunConfig) -> str:
         "lumoscore": lumoscore.__version__,
         "config": run_config.model_dump(mode="python"),
     }
-    if run_config.rail_optimized is None:  # added later: keep the keys of earlier runs
-        doc["config"].pop("rail_optimized", None)
-    if run_config.exposure == "literal":  # (likewise: the model of the earlier runs)
-        doc["config"].pop("exposure", None)
     if run_config.trace.file is not None:
         try:
             data = Path(run_config.trace.file).read_bytes()

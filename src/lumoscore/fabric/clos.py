@@ -67,7 +67,13 @@ from lumoscore.fabric.base import Fabric, IntArray, Routes, check_positive, geom
 from lumoscore.fabric.hashing import flow_hash_jit
 from lumoscore.hardware.sizing import clos_max_gpus
 
-__all__ = ["ClosFabric"]
+__all__ = ["PROBE_CANDIDATES", "ClosFabric"]
+
+#: Candidate paths per flow of ``probing`` in the published LumosCore runs: their simulator
+#: draws ``max_rehashing_time + round(U(0, 0.7))`` hash candidates per flow with
+#: ``max_rehashing_time = 1`` (the value in its 4096-GPU configuration), i.e. a second
+#: candidate with probability 2/7.
+PROBE_CANDIDATES = 1.0 + 2.0 / 7.0
 
 #: Routing policy -> the code the compiled router switches on.
 _MODE_CODE = {"ecmp": 0, "balanced": 1, "source": 2, "probing": 3}
@@ -82,6 +88,9 @@ def _route_flows(
     geometry: IntArray,
     seeds: NDArray[np.uint64],
     load: NDArray[np.float64],
+    cap: NDArray[np.float64],
+    weight: NDArray[np.float64],
+    candidates: float,
 ) -> tuple[int, IntArray, IntArray]:  # pragma: no cover - compiled
     """CSR routes of all flows (the module docstring's arithmetic, one flow at a time).
 
@@ -91,10 +100,14 @@ def _route_flows(
     switches. Returns ``(status, indptr, indices)``; ``status`` is 1 (and the routes empty)
     when a flow's GPU id is out of range or both ends share a server.
 
-    The per-tier policies match :mod:`lumoscore.fabric.routing` applied tier by tier over
-    the whole call: ``balanced`` counts earlier flows per switch and tier in call order, and
-    ``probing`` at tier ``s`` only reads and writes links of boundary ``s``, so visiting the
-    flows one by one (all their tiers) sees the same loads as visiting tier by tier.
+    ``ecmp`` and ``balanced`` match :mod:`lumoscore.fabric.routing` applied tier by tier over
+    the whole call (``balanced`` counts earlier flows per switch and tier in call order).
+    ``probing`` (:func:`lumoscore.fabric.routing.probe_paths`) scores whole paths: flow ``i``
+    draws ``floor(candidates)`` ECMP paths (candidate ``c`` hashes with the tier seeds moved by
+    ``c``; candidate 0 is the ECMP path) plus one more with probability ``candidates mod 1``,
+    keeps the first whose bottleneck ``min cap[l] / max(load[l], 1)`` is largest and adds
+    ``weight[i]`` flows to ``load`` on its links (taken off again before returning: ``load``
+    comes back as it was given).
     """
     mode, n_gpus, tiers, k = params[0], params[1], params[2], params[3]
     rail, gps, gpus_per_leaf, downlinks = params[4] != 0, params[5], params[6], params[7]
@@ -135,6 +148,10 @@ def _route_flows(
         for s in range(1, tiers):
             count_off[s + 1] = count_off[s] + n_switch[s]
     count = np.zeros(count_off[tiers] if mode == 1 else 0, np.int64)
+    if mode == 3:
+        _probe_paths(src, dst, key, a, b, h, indptr, indices, n_gpus, k, geometry, seeds, load,
+                     cap, weight, candidates)  # fmt: skip
+        return 0, indptr, indices
     for i in range(F):
         base, hi = indptr[i], h[i]
         indices[base] = src[i]
@@ -152,24 +169,85 @@ def _route_flows(
                 c = count_off[s] + sw_src
                 p = count[c] % P
                 count[c] += 1
-            elif mode == 2:
-                p = port[i] % P if s == 1 else (a[i] // span[s - 1]) % P
             else:
-                tie = np.int64(flow_hash_jit(src[i], dst[i], key[i], seeds[s - 1]) % np.uint64(P))
-                p = -1
-                best_cost = np.inf
-                for j in range(P):
-                    q = (tie + j) % P
-                    cost = load[up_base + q] + load[down_base + q]
-                    if cost < best_cost:
-                        best_cost = cost
-                        p = q
-                load[up_base + p] += 1.0
-                load[down_base + p] += 1.0
+                p = port[i] % P if s == 1 else (a[i] // span[s - 1]) % P
             indices[base + s] = up_base + p
             indices[base + 2 * hi - 1 - s] = down_base + p
             col = col * k + p
     return 0, indptr, indices
+
+
+#: Candidate ``c`` of a probing flow hashes with every tier seed moved by ``c`` times this.
+_CANDIDATE_STEP = np.uint64(0x9E3779B9)
+#: Seed of the per-flow draw of a fractional extra candidate.
+_EXTRA_SEED = np.uint64(0x5BD1E995)
+
+
+@numba.njit(cache=True)
+def _probe_paths(
+    src: IntArray,
+    dst: IntArray,
+    key: IntArray,
+    a: IntArray,
+    b: IntArray,
+    h: IntArray,
+    indptr: IntArray,
+    indices: IntArray,
+    n_gpus: int,
+    k: int,
+    geometry: IntArray,
+    seeds: NDArray[np.uint64],
+    load: NDArray[np.float64],
+    cap: NDArray[np.float64],
+    weight: NDArray[np.float64],
+    candidates: float,
+) -> None:  # pragma: no cover - compiled
+    """``probing`` routes of :func:`_route_flows` (filled into ``indices``)."""
+    w, span, ports = geometry[0], geometry[1], geometry[2]
+    off_up, off_down = geometry[3], geometry[4]
+    whole = math.floor(candidates)
+    frac = candidates - whole
+    path = np.empty(16, np.int64)
+    best = np.empty(16, np.int64)
+    mask = np.uint64(0xFFFFFFFF)
+    for i in range(src.size):
+        base, hi = indptr[i], h[i]
+        n_links = 2 * hi
+        n_cand = whole
+        if frac > 0.0:
+            u = float(flow_hash_jit(src[i], dst[i], key[i], _EXTRA_SEED)) / 4294967296.0
+            if u < frac:
+                n_cand += 1
+        best_score = -1.0
+        for c in range(max(n_cand, 1)):
+            path[0] = src[i]
+            path[n_links - 1] = n_gpus + dst[i]
+            col = 0
+            for s in range(1, hi):
+                P = ports[s]
+                seed = (seeds[s - 1] + np.uint64(c) * _CANDIDATE_STEP) & mask
+                p = np.int64(flow_hash_jit(src[i], dst[i], key[i], seed) % np.uint64(P))
+                sw_src = (a[i] // span[s]) * w[s] + col
+                sw_dst = (b[i] // span[s]) * w[s] + col
+                path[s] = off_up[s] + sw_src * P + p
+                path[n_links - 1 - s] = off_down[s] + sw_dst * P + p
+                col = col * k + p
+            score = np.inf
+            for j in range(n_links):
+                q = path[j]
+                v = cap[q] / max(load[q], 1.0)
+                if v < score:
+                    score = v
+            if score > best_score:
+                best_score = score
+                for j in range(n_links):
+                    best[j] = path[j]
+        for j in range(n_links):
+            indices[base + j] = best[j]
+            load[best[j]] += weight[i]
+    for i in range(src.size):  # restore the caller's load (integer-valued: exact)
+        for q in range(indptr[i], indptr[i + 1]):
+            load[indices[q]] -= weight[i]
 
 
 class ClosFabric(Fabric):
@@ -199,6 +277,10 @@ class ClosFabric(Fabric):
         independent per-tier seeds.
     seed : int
         Seeds the per-tier hash seeds.
+    probe_candidates : float
+        ``probing`` only: candidate paths per flow (>= 1); a fractional part ``f`` gives a
+        flow one more candidate with probability ``f`` (default :data:`PROBE_CANDIDATES`,
+        the published runs' value).
     name : str, optional
         Fabric name (default ``clos-<n>tier-r<R>``).
 
@@ -224,6 +306,7 @@ class ClosFabric(Fabric):
         rail_optimized: bool = False,
         polarized: bool = False,
         seed: int = 0,
+        probe_candidates: float = PROBE_CANDIDATES,
         name: str | None = None,
     ) -> None:
         check_positive("port_gbps", port_gbps)
@@ -234,6 +317,13 @@ class ClosFabric(Fabric):
         if not (oversubscription >= 1 and math.isfinite(oversubscription)):
             raise ConfigError(f"oversubscription must be a ratio >= 1, got {oversubscription!r}")
         routing = self.checked_routing(routing)
+        if not (
+            isinstance(probe_candidates, int | float | np.number)
+            and math.isfinite(probe_candidates)
+            and probe_candidates >= 1
+        ):
+            raise ConfigError(f"probe_candidates must be a number >= 1, got {probe_candidates!r}")
+        self.probe_candidates = float(probe_candidates)
         if gpus_per_server < 1:
             raise ConfigError(f"gpus_per_server must be >= 1, got {gpus_per_server}")
         R, n, gps = int(radix), int(tiers), int(gpus_per_server)
@@ -442,6 +532,9 @@ class ClosFabric(Fabric):
                     2 * self._nsw[s] * self._ports[s] for s in range(1, self.tiers)
                 ],
                 "routing": self.routing,
+                **(
+                    {"probe_candidates": self.probe_candidates} if self.routing == "probing" else {}
+                ),
                 "polarized": self.polarized,
                 "rail_optimized": self.rail_optimized,
             }
@@ -477,11 +570,15 @@ class ClosFabric(Fabric):
         *,
         job_id: int = 0,
         link_load: NDArray[np.float64] | None = None,
+        flow_weight: NDArray[np.float64] | None = None,
     ) -> Routes:
         """Links of each flow ``src[i] -> dst[i]`` (see the module docstring).
 
-        ``link_load`` (``probing`` only): current flows per link, one entry per link; flows
-        of this call are added to a copy as they are placed. Other policies ignore it.
+        ``link_load`` (``probing`` only): flows in flight per link, one entry per link (default
+        none); each flow of this call takes the best of its candidate paths (see
+        :attr:`probe_candidates`) and counts ``flow_weight[i]`` flows (default 1) on its
+        links for the later flows of the call. ``link_load`` is used in place and given back
+        unchanged. Other policies ignore both.
 
         Examples
         --------
@@ -505,17 +602,33 @@ class ClosFabric(Fabric):
             if self.routing == "ideal":
                 return Routes.from_columns(src, G + dst)
             src, dst, flow_key = src.reshape(-1), dst.reshape(-1), flow_key.reshape(-1)
-        load = self._no_load
+        load = weight = self._no_load
         if self.routing == "probing":
             if link_load is None:
                 load = np.zeros(self.n_links)
             else:
-                load = np.array(link_load, dtype=np.float64)
+                load = link_load
+                if not (
+                    type(load) is np.ndarray
+                    and load.dtype == np.float64
+                    and load.flags.c_contiguous
+                    and load.flags.writeable
+                ):
+                    load = np.array(load, dtype=np.float64)
                 if load.shape != (self.n_links,):
                     raise PreconditionError(
                         f"link_load must have one entry per link ({self.n_links}), "
                         f"got shape {load.shape}"
                     )
+            weight = (
+                np.ones(src.size)
+                if flow_weight is None
+                else np.ascontiguousarray(flow_weight, dtype=np.float64).reshape(-1)
+            )
+            if weight.shape != src.shape:
+                raise PreconditionError(
+                    f"flow_weight shape {weight.shape} differs from the flows' {src.shape}"
+                )
         status, indptr, indices = _route_flows(
             np.ascontiguousarray(src),
             np.ascontiguousarray(dst),
@@ -524,6 +637,9 @@ class ClosFabric(Fabric):
             self._geometry,
             self._seed_array,
             load,
+            self.capacity_bps,
+            weight,
+            self.probe_candidates,
         )
         if status:
             self._check_endpoints(src, dst)  # raises, naming the bad ids

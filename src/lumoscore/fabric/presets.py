@@ -148,6 +148,11 @@ def clos_port_speed(
 
 
 # -- builders -------------------------------------------------------------------------------
+#: Routing of a Clos architecture built by name when none is given: probing, the default of
+#: the paper's evaluation (§6.2). ``ClosFabric`` itself defaults to ``ecmp``.
+CLOS_DEFAULT_ROUTING = "probing"
+
+
 def _build_best(
     gpus: int,
     *,
@@ -189,7 +194,7 @@ def _build_clos(
             tiers,
             oversubscription=oversubscription,
             gpus_per_server=gpus_per_server,
-            routing=ClosFabric.checked_routing(routing),
+            routing=ClosFabric.checked_routing(routing or CLOS_DEFAULT_ROUTING),
             rail_optimized=rail_optimized,
             seed=seed,
             name=name,

@@ -19,9 +19,11 @@ Policies (LumosCore §4.4 and §6.5, Fig. 25; vClos §5.2):
   its up-ports round-robin in call order, so port loads differ by at most one
   (:func:`balanced_ports`).
 * ``source``: vClos source routing: the port is a fixed function of the source GPU.
-* ``probing``: least-loaded path at flow start: each flow probes the ``n_ports`` candidates and
-  takes the one whose up link plus down link carry the fewest flows, counting the flows routed
-  earlier in the same call (:func:`probe_ports`); ties are broken by the flow hash.
+* ``probing`` (LumosCore §6.2, the published runs' default): at the start of every round each
+  flow draws a few candidate ECMP paths (re-hashes) and takes the first with the largest
+  bottleneck ``min over its links of capacity / flows in flight``, counting the flows of every
+  round in flight and the flows routed earlier in the same call
+  (:class:`~lumoscore.fabric.clos.ClosFabric`, ``probe_candidates``).
 * ``ideal``: no routing at all (a contention-free route of the two NIC links).
 * ``planned`` (LumosCore): routes from the job's logical topology
   (:mod:`lumoscore.fabric.lumos`).
@@ -30,7 +32,7 @@ Policies (LumosCore §4.4 and §6.5, Fig. 25; vClos §5.2):
 
 :class:`~lumoscore.fabric.clos.ClosFabric` routes with a compiled per-flow equivalent of these
 policies (one pass over the flows, all tiers); the functions here are the whole-call, tier by
-tier formulation it is tested against.
+tier formulation of ``ecmp`` and ``balanced`` it is tested against.
 
 Examples
 --------
@@ -43,7 +45,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -54,7 +55,6 @@ __all__ = [
     "Routing",
     "balanced_ports",
     "ecmp_ports",
-    "probe_ports",
     "rank_within_groups",
 ]
 
@@ -68,8 +68,10 @@ class Routing:
     summary : str
         One line for help texts and docs.
     load_aware : bool
-        Routes depend on the flows in flight: the simulator passes the current link load
-        (``link_load``) to :meth:`Fabric.routes <lumoscore.fabric.base.Fabric.routes>`.
+        Routes depend on the flows in flight: the simulator routes every round again when it
+        starts, passing the flows in flight on each link (``link_load``) and the round's row
+        weights (``flow_weight``) to :meth:`Fabric.routes
+        <lumoscore.fabric.base.Fabric.routes>`.
     contention_free : bool
         Jobs never share a link above their NICs (routes depend only on the job): the
         simulator runs every job on its own timeline.
@@ -86,7 +88,8 @@ ROUTINGS.register("ecmp", Routing("hash of the flow's 5-tuple per tier (MurmurHa
 ROUTINGS.register("balanced", Routing("least-loaded up-port over the flows of one call"))
 ROUTINGS.register("source", Routing("vClos source routing: the port follows the source GPU"))
 ROUTINGS.register(
-    "probing", Routing("least-loaded of the candidate paths at flow start", load_aware=True)
+    "probing",
+    Routing("best of a few hashed paths by the flows in flight, at every round", load_aware=True),
 )
 ROUTINGS.register("ideal", Routing("contention-free: the two NIC links", contention_free=True))
 ROUTINGS.register("planned", Routing("LumosCore: from the job's logical topology"))
@@ -144,66 +147,3 @@ def balanced_ports(switch: IntArray, active: NDArray[np.bool_], n_ports: int) ->
     idx = np.flatnonzero(active)
     out[idx] = rank_within_groups(switch[idx]) % n_ports
     return out
-
-
-@numba.njit(cache=True)
-def _probe(
-    load: NDArray[np.float64],
-    up_base: IntArray,
-    down_base: IntArray,
-    active: NDArray[np.bool_],
-    tie: IntArray,
-    n_ports: int,
-) -> IntArray:  # pragma: no cover - compiled
-    n = up_base.size
-    out = np.zeros(n, dtype=np.int64)
-    for i in range(n):
-        if not active[i]:
-            continue
-        best = -1
-        best_cost = np.inf
-        for j in range(n_ports):
-            p = (tie[i] + j) % n_ports
-            cost = load[up_base[i] + p] + load[down_base[i] + p]
-            if cost < best_cost:
-                best_cost = cost
-                best = p
-        out[i] = best
-        load[up_base[i] + best] += 1.0
-        load[down_base[i] + best] += 1.0
-    return out
-
-
-def probe_ports(
-    load: NDArray[np.float64],
-    up_base: IntArray,
-    down_base: IntArray,
-    active: NDArray[np.bool_],
-    tie: IntArray,
-    n_ports: int,
-) -> IntArray:
-    """Least-loaded up-port per flow, in call order, updating ``load`` in place.
-
-    Flow ``i`` (if active) evaluates ports ``p = (tie[i] + j) mod n_ports`` for
-    ``j = 0 .. n_ports-1`` and keeps the first with the smallest
-    ``load[up_base[i] + p] + load[down_base[i] + p]``; then both links' loads grow by one, so
-    later flows of the same call see it. Compiled with Numba (a sequential greedy).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> load = np.array([3.0, 0.0, 0.0, 0.0])  # up links 0-1, down links 2-3
-    >>> probe_ports(load, np.array([0, 0]), np.array([2, 2]), np.ones(2, bool),
-    ...             np.array([0, 0]), 2).tolist()
-    [1, 1]
-    >>> load.tolist()
-    [3.0, 2.0, 0.0, 2.0]
-    """
-    return _probe(
-        load,
-        np.ascontiguousarray(up_base, dtype=np.int64),
-        np.ascontiguousarray(down_base, dtype=np.int64),
-        np.ascontiguousarray(active, dtype=np.bool_),
-        np.ascontiguousarray(tie, dtype=np.int64),
-        int(n_ports),
-    )

@@ -32,7 +32,6 @@ from numpy.typing import NDArray
 from lumoscore.sim.changes import FabricChanges
 from lumoscore.sim.events import Event
 from lumoscore.sim.placers import Placer
-from lumoscore.sim.probing import LinkLoad
 from lumoscore.sim.queueing import QueuePolicy
 from lumoscore.sim.rounds import RoundModel
 from lumoscore.sim.state import P_BEGIN, JobRun, RunState
@@ -58,8 +57,6 @@ class Admission:
         Chooses the GPUs of a job.
     policy : QueuePolicy
         The order in which waiting jobs are offered to the placer.
-    link_load : LinkLoad, optional
-        Load seen by load-aware routing (``None`` when the fabric's routing is not).
     restart_s : float
         Extra start-up time of a job restarted after a failure (its checkpoint load).
     progress : callable, optional
@@ -83,7 +80,6 @@ class Admission:
         placer: Placer,
         policy: QueuePolicy,
         *,
-        link_load: LinkLoad | None = None,
         restart_s: float = 0.0,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
@@ -92,7 +88,6 @@ class Admission:
         self.changes = changes
         self.placer = placer
         self.policy = policy
-        self.link_load = link_load
         self.restart_s = float(restart_s)
         self.progress = progress
         self.waiting: deque[Job] = deque()
@@ -161,8 +156,6 @@ class Admission:
         self.changes.apply(change, now)
         t0 = time.perf_counter()
         plan = self.changes.routed(job, gpus)
-        if self.link_load is not None:
-            self.link_load.add(job.job_id, plan)
         s.stats["plans_s"] += time.perf_counter() - t0
         i = rec.index[job.job_id]
         rec.solo_iter[i] = plan.iteration_s
@@ -210,8 +203,6 @@ class Admission:
         """Give a job's links, GPUs and circuits back."""
         s = self.s
         jid = run.job.job_id
-        if self.link_load is not None:
-            self.link_load.remove(jid)
         self.model.vacate(run.plan)
         del s.running[jid]
         self.gpu_owner[run.gpus] = -1

@@ -19,7 +19,7 @@ Examples
 >>> from lumoscore.sim.state import RunState
 >>> fab = BestFabric(gpus=16)
 >>> st = RunState.new(fab, [], eps=0.0, isolation=True)
->>> changes = FabricChanges(st, RoundModel(st, reserve=True), None)
+>>> changes = FabricChanges(st, RoundModel(st, reserve=True))
 >>> changes.apply(FabricChange(links=np.array([0]), capacity_bps=np.array([5e11])), 0.0)
 >>> float(fab.capacity_bps[0]), st.stats["reconfigurations"]
 (500000000000.0, 1)
@@ -35,7 +35,6 @@ from numpy.typing import NDArray
 
 from lumoscore.fabric.base import FabricChange
 from lumoscore.sim.plan import JobPlan, build_plan
-from lumoscore.sim.probing import LinkLoad
 from lumoscore.sim.rounds import RoundModel
 from lumoscore.sim.state import JobRun, RunState, SimulationError
 from lumoscore.workload.job import Job
@@ -54,15 +53,11 @@ class FabricChanges:
         The run's shared state.
     model : RoundModel
         The rate model whose timelines the changes move.
-    link_load : LinkLoad, optional
-        The link load load-aware routing sees (``None`` when the fabric's routing is not
-        load-aware).
     """
 
-    def __init__(self, state: RunState, model: RoundModel, link_load: LinkLoad | None) -> None:
+    def __init__(self, state: RunState, model: RoundModel) -> None:
         self.s = state
         self.model = model
-        self.link_load = link_load
 
     def apply(self, change: FabricChange, now: float) -> None:
         """Apply a capacity change exactly: first take every job whose links change off
@@ -95,16 +90,13 @@ class FabricChanges:
         plan = self.routed(run.job, run.gpus)
         s.stats["plans_s"] += time.perf_counter() - t0
         s.stats["reroutes"] += 1
-        if self.link_load is not None:
-            self.link_load.replace(jid, plan)
         self.model.replan(run, plan, now)
         self.model.move_round(run, now)
 
     def routed(self, job: Job, gpus: IntArray) -> JobPlan:
         """The job's plan on the fabric as it is now; its flows must be able to finish."""
         s = self.s
-        load = None if self.link_load is None else self.link_load.load
-        plan = build_plan(job, gpus, s.fabric, eps=s.eps, link_load=load, exposure=s.exposure)
+        plan = build_plan(job, gpus, s.fabric, eps=s.eps, exposure=s.exposure)
         cap = s.cap
         for r, rp in enumerate(plan.rounds):
             if not math.isfinite(rp.solo_s):

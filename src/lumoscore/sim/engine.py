@@ -52,7 +52,6 @@ from lumoscore.sim.events import Event
 from lumoscore.sim.failures import FailureModel
 from lumoscore.sim.outages import Outages
 from lumoscore.sim.placers import PLACERS, FailurePlacer, Placer
-from lumoscore.sim.probing import LinkLoad
 from lumoscore.sim.queueing import QUEUE_POLICIES
 from lumoscore.sim.results import SimResult
 from lumoscore.sim.rounds import RoundModel
@@ -159,17 +158,15 @@ class Simulator:
     def _build(self, state: RunState) -> tuple[RoundModel, Admission, dict[str, Handler]]:
         """Make the run's units, wire them, and schedule the first events; return the rate
         model, the admission unit and the event handlers by kind."""
-        fab, fm = self.fabric, self.failures
+        fm = self.failures
         model = RoundModel(state, reserve=self.isolation and fm is None)
-        link_load = LinkLoad(fab.n_links) if fab.load_aware else None
-        changes = FabricChanges(state, model, link_load)
+        changes = FabricChanges(state, model)
         admission = Admission(
             state,
             model,
             changes,
             self.placer,
             QUEUE_POLICIES[self.queue],
-            link_load=link_load,
             restart_s=fm.restart_s if fm is not None else 0.0,
             progress=self.progress,
         )

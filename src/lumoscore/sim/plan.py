@@ -28,7 +28,6 @@ __all__ = [
     "JobPlan",
     "RoundPlan",
     "build_plan",
-    "probe_load",
     "resolo",
     "solo_progress",
     "solo_state",
@@ -52,7 +51,9 @@ class RoundPlan:
     each once. ``start_state`` caches, for the capacities the plan was made for, the rows'
     rates and bottleneck links when the round starts alone and when its first flow finishes
     (see :func:`solo_state`; a warm start for the shared fluid set) and the round's
-    independent parts (see :mod:`lumoscore.sim.components`).
+    independent parts (see :mod:`lumoscore.sim.components`). ``endpoints`` keeps the rows'
+    ``(src, dst, flow_key)`` on fabrics whose routing is load-aware: such a round is routed
+    again when it starts (:func:`lumoscore.sim.probing.reroute`).
     """
 
     indptr: IntArray
@@ -67,6 +68,9 @@ class RoundPlan:
     peak_bps: FloatArray | None = None
     idle_s: FloatArray | None = None
     start_state: dict[str, NDArray] = field(default_factory=dict, compare=False, repr=False)
+    endpoints: tuple[IntArray, IntArray, IntArray] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     @property
     def n_flows(self) -> int:
@@ -221,18 +225,17 @@ def build_plan(
     fabric: Fabric,
     *,
     eps: float = 0.0,
-    link_load: FloatArray | None = None,
     exposure: str = "literal",
 ) -> JobPlan:
     """Route every round of one iteration of ``job`` placed on ``gpus`` (rank order).
 
     ``exposure`` names the traffic model (:data:`~lumoscore.traffic.exposure.EXPOSURES`).
 
-    ``link_load`` (fabrics whose routing is load-aware, :attr:`Fabric.load_aware
-    <lumoscore.fabric.base.Fabric.load_aware>`): flows other jobs send on each link; the
-    routing then steers this job's flows around them (see :func:`probe_load`).
+    On a fabric whose routing is load-aware (:attr:`Fabric.load_aware
+    <lumoscore.fabric.base.Fabric.load_aware>`) the rounds are routed here as if nothing else
+    were in flight and keep their endpoints: the simulator routes each again when it starts.
     """
-    probing = link_load is not None and fabric.load_aware
+    probing = fabric.load_aware
     # A job's bytes are fixed by its model: its ideal iteration time is at the reference port
     # speed. A fabric with slower ports takes longer; the contention level compares with
     # the contention-free time at the fabric's own port speed.
@@ -247,11 +250,11 @@ def build_plan(
         src = np.asarray(f.src, dtype=np.int64)
         dst = np.asarray(f.dst, dtype=np.int64)
         keys = base_key + (r << 20) + np.arange(src.size, dtype=np.int64)
+        weight = np.asarray(f.weight, dtype=float)
         if probing:
-            routes = fabric.routes(src, dst, keys, job_id=job.job_id, link_load=link_load)  # type: ignore[call-arg]
+            routes = fabric.routes(src, dst, keys, job_id=job.job_id, flow_weight=weight)  # type: ignore[call-arg]
         else:
             routes = fabric.routes(src, dst, keys, job_id=job.job_id)
-        weight = np.asarray(f.weight, dtype=float)
         size = np.asarray(f.bytes, dtype=float) * 8.0
         solo_s, links, peak, idle, start = _solo_run(
             routes.indptr, routes.indices, weight, size, cap, eps
@@ -271,6 +274,7 @@ def build_plan(
                 peak,
                 idle,
                 start,
+                (src, dst, keys) if probing else None,
             )
         )
         all_links.append(links)  # (sorted, each once)
@@ -280,27 +284,6 @@ def build_plan(
     links = np.flatnonzero(used)
     iteration_s = float(sum(r.compute_s + r.solo_s for r in rounds))
     return JobPlan(int(job.job_id), tuple(rounds), links, iteration_s)
-
-
-def probe_load(plan: JobPlan, n_links: int) -> FloatArray:
-    """Flows the job sends on each link while it communicates: per link, the most flows any
-    of its rounds puts on it (what a probe of another job's flow would see).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> rp = RoundPlan(np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([2.0, 1.0]),
-    ...                np.ones(2), 0.0, "x", 0.0, 0.0, np.array([0, 1]))
-    >>> probe_load(JobPlan(0, (rp,), np.array([0, 1]), 1.0), 3).tolist()
-    [2.0, 3.0, 0.0]
-    """
-    out = np.zeros(n_links)
-    for rp in plan.rounds:
-        per_link = np.bincount(
-            rp.indices, weights=np.repeat(rp.weight, np.diff(rp.indptr)), minlength=n_links
-        )
-        np.maximum(out, per_link, out=out)
-    return out
 
 
 def resolo(

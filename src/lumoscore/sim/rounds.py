@@ -14,6 +14,10 @@ advances in time, exactly:
   max-min fair rates; the set runs ahead in compiled code up to the next event
   (:meth:`RoundModel.advance`).
 
+On a fabric whose routing is load-aware (probing) no job is isolated and no round is claimed
+ahead: every round is routed again when its flows start, against the flows in flight then
+(:mod:`lumoscore.sim.probing`), and runs solo or fluid on those routes.
+
 When a job or a round must leave its timeline (another job starts on its links, a
 reconfiguration changes their capacities), it moves at its exact position (iteration, round,
 bits left per flow): :meth:`RoundModel.materialize`, :meth:`RoundModel.solo_to_fluid`.
@@ -57,6 +61,7 @@ from numpy.typing import NDArray
 from lumoscore.sim.events import Event
 from lumoscore.sim.fluid import FluidSet
 from lumoscore.sim.plan import JobPlan, RoundPlan, resolo, solo_state
+from lumoscore.sim.probing import InFlight, reroute
 from lumoscore.sim.solo import claim_solo, in_use, mark_in_use, release_solo
 from lumoscore.sim.state import P_FINISH, P_FLUID, P_ROUND, JobRun, RunState, SimulationError
 
@@ -109,6 +114,8 @@ class RoundModel:
         Checkpoint bookkeeping of round-by-round jobs (runs with failures).
     on_done : callable, optional
         Called as ``on_done(run, now)`` when a round-by-round job ends its last iteration.
+    in_flight : InFlight, optional
+        Flows of the rounds in flight per link (load-aware routing only).
     """
 
     def __init__(self, state: RunState, *, reserve: bool) -> None:
@@ -116,8 +123,9 @@ class RoundModel:
         n_links = state.fabric.n_links
         self.cap = state.cap
         self.eps = state.eps
+        self.probing = state.fabric.load_aware
         self.isolation = state.isolation
-        self.reserve = reserve
+        self.reserve = reserve and not self.probing
         self.fluid = FluidSet(state.cap, state.eps)
         self.scratch = np.zeros(n_links, dtype=bool)
         self.link_users = np.zeros(n_links, dtype=np.int64)  # running jobs on each link
@@ -127,12 +135,13 @@ class RoundModel:
         self.inflight: dict[int, tuple[RoundPlan, float, str]] = {}
         self.checkpoints: Checkpoints | None = None
         self.on_done: Callable[[JobRun, float], None] | None = None
+        self.in_flight = InFlight(n_links) if self.probing else None
 
     # -- jobs -----------------------------------------------------------------------------
     def occupy(self, plan: JobPlan, now: float) -> bool:
         """Count a starting job on its links; return whether it may run isolated (no other
         running job on them), demoting the isolated jobs it meets to round by round."""
-        isolated = self.isolation
+        isolated = self.isolation and not self.probing  # (probing: routes change per round)
         if not self.s.fabric.isolating:
             users = self.link_users
             links = plan.links
@@ -256,6 +265,8 @@ class RoundModel:
         if rp.n_flows == 0 or rp.solo_s == 0.0:
             self.next_round(run, now)
             return
+        if self.in_flight is not None:
+            rp = reroute(rp, self.s.fabric, self.in_flight.count, run.job.job_id, eps=self.eps)
         self.start_round(run, rp, now)
 
     def on_roundend(self, ev: Event) -> None:
@@ -328,7 +339,7 @@ class RoundModel:
         stats["solo_rounds"] += 1
         stats["shared_solo_rounds"] += int(shared)
         stats["solo_rounds_on_left_links"] += int(left)
-        self.inflight[jid] = (rp, t0, SOLO)
+        self._enter(jid, rp, t0, SOLO)
         self.s.queue.schedule(
             t0 + rp.solo_s, "roundend", key=("roundend", jid), data=jid, priority=P_ROUND
         )
@@ -358,6 +369,8 @@ class RoundModel:
     def end_inflight(self, jid: int) -> None:
         """A round in flight ends or is withdrawn: give back its solo claims."""
         rp, _, mode = self.inflight.pop(jid)
+        if self.in_flight is not None:
+            self.in_flight.remove(rp)
         if mode == SOLO:
             release_solo(rp.links, self.peak_of(rp), self.solo_count, self.solo_load,
                          self.solo_until)  # fmt: skip
@@ -382,7 +395,13 @@ class RoundModel:
         # solo timeline; the reference mode solves every row in the shared set)
         started = t0 if self.isolation else None
         self.fluid.add(jid, rp, rem, now_s=now, rates=rate, bottleneck=bott, started_s=started)
-        self.inflight[jid] = (rp, t0, FLUID)
+        self._enter(jid, rp, t0, FLUID)
+
+    def _enter(self, jid: int, rp: RoundPlan, t0: float, mode: str) -> None:
+        """A round's flows are in flight (or claimed ahead of their start) in ``mode``."""
+        self.inflight[jid] = (rp, t0, mode)
+        if self.in_flight is not None:
+            self.in_flight.add(rp)
 
     def solo_to_fluid(self, now: float) -> None:
         """Move every solo in-flight round still sending on a link marked in ``scratch``
@@ -438,7 +457,7 @@ class RoundModel:
         self.solo_to_fluid(now)
         scratch[new_rp.links] = False
         self.fluid.add(jid, new_rp, rem, now_s=now)
-        inflight[jid] = (new_rp, t0_round, FLUID)
+        self._enter(jid, new_rp, t0_round, FLUID)
 
     # -- the fluid set --------------------------------------------------------------------
     def advance(self, nxt: Event | None) -> float | None:

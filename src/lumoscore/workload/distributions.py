@@ -236,6 +236,18 @@ class SizeMix:
         """
         return rng.choice(np.asarray(self.sizes, dtype=np.int64), size=n, p=self.probs)
 
+    def quantile(self, p: np.ndarray | Sequence[float] | float) -> np.ndarray:
+        """Quantile function (inverse CDF) at probabilities ``p`` (``int64``).
+
+        Examples
+        --------
+        >>> SizeMix((8, 64), (0.25, 0.75)).quantile([0.1, 0.25, 0.9]).tolist()
+        [8, 64, 64]
+        """
+        cum = np.cumsum(self.probs)
+        k = np.searchsorted(cum, np.asarray(p, dtype=np.float64), side="right")
+        return np.asarray(self.sizes, dtype=np.int64)[np.minimum(k, len(self.sizes) - 1)]
+
 
 def _sum_by_key(keys: np.ndarray, weights: Sequence[float]) -> dict[int, float]:
     uniq, inverse = np.unique(keys, return_inverse=True)
