@@ -18,6 +18,8 @@ from lumoscore.experiments.presets import (
     get_preset,
     preset_experiments,
     preset_runs,
+    run_table6,
+    run_table6_synthetic,
     run_task,
 )
 from lumoscore.experiments.store import run_key
@@ -55,13 +57,14 @@ def test_simulation_presets_expand_at_default_scale(name: str) -> None:
     runs = preset_runs(preset_experiments(preset))
     assert runs
     assert len({run_key(r) for r in runs}) == len(runs)  # no duplicate run
-    for r in runs:
-        assert r.eps == 0.0 and 50 <= r.trace.jobs <= 300
-    assert preset.full_command == f"lumos run --preset {name} --jobs 1000"
-    # The full-scale overrides reach every run.
-    full = preset_runs(preset_experiments(preset, jobs=1000, eps=0.0))
-    assert len(full) == len(runs)
-    assert all(r.trace.jobs == 1000 and r.eps == 0.0 for r in full)
+    for r in runs:  # the paper's scale and setup
+        assert r.eps == 0.0 and r.trace.jobs == 1000
+        assert r.trace.preset == "lumoscore-published" and r.exposure == "research"
+    assert preset.full_command == f"lumos run --preset {name}"
+    # The overrides reach every run.
+    small = preset_runs(preset_experiments(preset, jobs=100, eps=0.01))
+    assert len(small) == len(runs)
+    assert all(r.trace.jobs == 100 and r.eps == 0.01 for r in small)
 
 
 def test_swept_values_match_the_paper_figures() -> None:
@@ -88,7 +91,7 @@ def test_swept_values_match_the_paper_figures() -> None:
         if arch.startswith("clos-"):
             assert {x for a, x in routes if a == arch} == {"ecmp", "probing", "ideal"}
         elif arch.startswith("lumoscore-"):
-            assert {x for a, x in routes if a == arch} == {"ecmp", "planned", "ideal"}
+            assert {x for a, x in routes if a == arch} == {"ecmp", "probing", "planned", "ideal"}
 
 
 def test_fig8e_reuses_the_runs_of_fig8ab() -> None:
@@ -168,14 +171,30 @@ def test_fig7_task_matches_the_sizing_formulas(tmp_path: Path) -> None:
         assert r["max_gpus"] == max_gpus(r["architecture"], r["chip_tbps"], r["port_gbps"])
 
 
-def test_table6_task_rewires_at_least_the_changed_links(tmp_path: Path) -> None:
+def test_table6_task_counts_the_simulations_rewiring(tmp_path: Path) -> None:
     res = runner.invoke(
         build_app(),
-        ["run", "--preset", "table6", "--quick", "--gpus", "512", "--out", str(tmp_path), "--json"],
-    )
+        ["run", "--preset", "table6", "--quick", "--gpus", "512", "--gpus", "1024", "--out",
+         str(tmp_path), "--json"],
+    )  # fmt: skip
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
-    rows = {r["solver"]: r for r in doc["rows"]}
+    rows = json.loads(res.output)["rows"]
+    assert [r["gpus"] for r in rows] == [512, 1024]
+    for r in rows:
+        assert r["reconfigurations"] > 0 and r["rewired_per_reconfiguration"] > 0
+        # one OCS port per pod in use: the two shares differ by pods / ocs_ports (512)
+        assert r["rewired_of_capacity_pct"] == pytest.approx(
+            r["rewired_of_used_pct"] * r["pods"] / 512, rel=1e-9
+        )
+    for stem in ("table6.csv", "table6.md", "table6.png", "table6.svg", "preset.json"):
+        assert (tmp_path / stem).stat().st_size > 0
+    with pytest.raises(ConfigError, match="source 'x' unknown"):
+        run_table6(tmp_path, source="x")
+
+
+def test_table6_synthetic_rewires_at_least_the_changed_links(tmp_path: Path) -> None:
+    out = run_table6_synthetic(tmp_path, scales_gpus=[512], reconfigurations=1, ilp_max_gpus=512)
+    rows = {r["solver"]: r for r in out.rows}
     assert set(rows) == {"mdmcf", "ilp", "mcf"}
     for r in rows.values():
         assert r["gpus"] == 512
@@ -186,7 +205,7 @@ def test_table6_task_rewires_at_least_the_changed_links(tmp_path: Path) -> None:
     if rows["ilp"]["status"] == "optimal":
         assert rows["ilp"]["rewired_links_pct"] <= rows["mdmcf"]["rewired_links_pct"] + 1e-9
     assert rows["mdmcf"]["rewired_links_pct"] <= rows["mcf"]["rewired_links_pct"] + 1e-9
-    for stem in ("table6.csv", "table6.md", "table6.png", "table6.svg", "preset.json"):
+    for stem in ("table6.csv", "table6.md", "table6.png", "table6.svg"):
         assert (tmp_path / stem).stat().st_size > 0
     assert pd.read_csv(tmp_path / "table6.csv").shape[0] == 3
 

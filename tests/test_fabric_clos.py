@@ -266,10 +266,12 @@ def tier_by_tier_routes(
     load: np.ndarray | None,
     *,
     seed_shift: int = 0,
+    sum_candidate: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Reference router: whole-call NumPy passes, one tier at a time, with the policies of
     :mod:`lumoscore.fabric.routing` and the row hash of :mod:`lumoscore.fabric.hashing`
-    (``probing``: see :func:`probing_reference`; ``seed_shift`` moves every tier seed)."""
+    (``probing``: see :func:`probing_reference`; ``seed_shift`` moves every tier seed;
+    ``sum_candidate`` ``c`` takes port ``(c + src + dst) mod P`` at every tier instead)."""
     if fab.routing == "probing":
         return probing_reference(fab, src, dst, key, load)
     n, F, G = fab.tiers, src.size, fab.gpus
@@ -291,7 +293,9 @@ def tier_by_tier_routes(
         sw_src, sw_dst = (a // span) * w + col, (b // span) * w + col
         up_base = offs["up"][s - 1] + sw_src * P
         down_base = offs["down"][s - 1] + sw_dst * P
-        if fab.routing in ("ecmp", "probing"):
+        if sum_candidate is not None:
+            p = (sum_candidate + src + dst) % P
+        elif fab.routing in ("ecmp", "probing"):
             p = ecmp_ports(hashes[s - 1], P)
         elif fab.routing == "balanced":
             p = balanced_ports(sw_src, active, P)
@@ -321,8 +325,8 @@ def probing_reference(
     cands = []
     for c in range(int(n_cand.max())):
         indptr, indices = tier_by_tier_routes(
-            _as_ecmp(fab), src, dst, key, None,
-            seed_shift=c * 0x9E3779B9,
+            _as_ecmp(fab), src, dst, key, None, seed_shift=c * 0x9E3779B9,
+            sum_candidate=c if fab.probe_hash == "sum" else None,
         )  # fmt: skip
         cands.append(indices)
     out = np.empty_like(cands[0])
@@ -364,6 +368,7 @@ def _as_ecmp(fab: ClosFabric) -> ClosFabric:
     over=st.sampled_from([1.0, 3.0]),
     seed=st.integers(0, 1000),
     candidates=st.sampled_from([1.0, 1.0 + 2.0 / 7.0, 2.5, 4.0]),
+    probe_hash=st.sampled_from(["murmur", "sum"]),
 )
 def test_compiled_router_matches_tier_by_tier_reference(
     tiers: int,
@@ -373,6 +378,7 @@ def test_compiled_router_matches_tier_by_tier_reference(
     over: float,
     seed: int,
     candidates: float,
+    probe_hash: str,
 ) -> None:
     # The router visits flows one by one; policies defined over the whole call per tier
     # (balanced round-robin, probing loads) must come out the same.
@@ -393,6 +399,7 @@ def test_compiled_router_matches_tier_by_tier_reference(
         polarized=polarized,
         seed=seed,
         probe_candidates=candidates,
+        probe_hash=probe_hash,
     )
     src, dst = random_inter_server(fab, 300, seed)
     rng = np.random.default_rng(seed)

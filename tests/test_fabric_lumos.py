@@ -247,11 +247,11 @@ def test_presets_build_at_4096() -> None:
             make_fabric(name, 4096 + per_pod // 2)
     assert make_fabric("lumoscore-51.2T-tau2", 4096, routing="ecmp").routing == "ecmp"
     assert make_fabric("lumoscore-25.6T-tau1", 128, routing="ideal").isolating
-    with pytest.raises(ConfigError, match="planned, ecmp, ideal"):
+    with pytest.raises(ConfigError, match="planned, ecmp, probing, ideal"):
         make_fabric("lumoscore-51.2T-tau1", 4096, routing="balanced")
     with pytest.raises(ConfigError, match="more than the 512 ports"):
         make_fabric("lumoscore-25.6T-tau1", 64 * 513)
-    assert set(LumosCoreFabric.routings) == {"planned", "ecmp", "ideal"}
+    assert set(LumosCoreFabric.routings) == {"planned", "ecmp", "probing", "ideal"}
 
 
 class LiveRoutes(LumosCoreFabric):

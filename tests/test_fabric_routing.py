@@ -246,6 +246,21 @@ def test_probing_candidates_are_validated() -> None:
     for bad in (0.5, float("nan"), "2"):
         with pytest.raises(ConfigError, match="probe_candidates"):
             ClosFabric(32, 400, 8, 2, gpus_per_server=1, routing="probing", probe_candidates=bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="probe_hash 'x' unknown; allowed: murmur, sum"):
+        ClosFabric(32, 400, 8, 2, gpus_per_server=1, routing="probing", probe_hash="x")
+
+
+def test_sum_hash_spreads_a_rail_ring_over_distinct_uplinks() -> None:
+    """The research simulator's port routing, ``(src + dst) mod P``: the ring steps of the
+    eight rails between two servers on different leaves (16 up-ports each) take eight
+    distinct up-ports, ``2 r mod 16``."""
+    fab = ClosFabric(64, 400, 32, 2, gpus_per_server=8, routing="probing", probe_candidates=1,
+                     probe_hash="sum")  # fmt: skip
+    src = np.arange(8)  # server 0 (leaf 0) -> server 2 (leaf 1), rail by rail
+    dst = 16 + np.arange(8)
+    r = fab.routes(src, dst, np.zeros(8, np.int64))
+    up = [r.links_of(i)[1] for i in range(8)]
+    assert len(set(up)) == 8
 
 
 def test_probing_beats_ecmp_on_max_link_load() -> None:

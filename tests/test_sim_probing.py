@@ -82,3 +82,48 @@ def test_probing_model_claims_nothing_ahead() -> None:
     fab = clos("probing")
     state = RunState.new(fab, trace(), eps=0.0, isolation=True)
     assert not RoundModel(state, reserve=True).reserve
+
+
+def test_lumoscore_probing_with_one_candidate_is_ecmp() -> None:
+    """LumosCore probing scores candidates over its OCS groups and spines; with one candidate
+    it routes exactly as ECMP, round by round."""
+    from lumoscore.fabric import make_fabric
+
+    jobs = generate_trace("lumoscore-published", 30, seed=4, cluster_gpus=1024).jobs
+
+    def run(routing: str, **kw: float) -> np.ndarray:
+        fab = make_fabric("lumoscore-25.6T-tau1", 1024, routing=routing, seed=4, **kw)
+        return Simulator(fab, jobs, exposure="research").run().jobs["finish_s"].to_numpy()
+
+    np.testing.assert_allclose(run("probing", probe_candidates=1.0), run("ecmp"), rtol=1e-9)
+    fab = make_fabric("lumoscore-25.6T-tau1", 1024, routing="probing", seed=4)
+    assert fab.load_aware and fab.describe()["routing"] == "probing"
+
+
+def test_choose_paths_matches_a_python_reference() -> None:
+    from lumoscore.fabric.routing import choose_paths
+
+    rng = np.random.default_rng(5)
+    F, K, links = 40, 3, 30
+    ptrs, parts = [], []
+    for _ in range(K):
+        lengths = rng.integers(2, 6, F)
+        ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        ptrs.append(ptr)
+        parts.append(rng.integers(0, links, ptr[-1]).astype(np.int64))
+    offsets = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(np.int64)
+    n_cand = rng.integers(1, K + 1, F).astype(np.int64)
+    load0 = rng.integers(0, 4, links).astype(float)
+    cap = rng.choice([100.0, 200.0], links)
+    weight = rng.integers(1, 3, F).astype(float)
+    load = load0.copy()
+    ptr, idx = choose_paths(np.stack(ptrs), np.concatenate(parts), offsets, n_cand, load, cap,
+                            weight)  # fmt: skip
+    assert np.array_equal(load, load0)  # given back unchanged
+    ref = load0.copy()
+    for i in range(F):
+        paths = [parts[c][ptrs[c][i] : ptrs[c][i + 1]] for c in range(n_cand[i])]
+        scores = [(cap[p] / np.maximum(ref[p], 1.0)).min() for p in paths]
+        best = paths[int(np.argmax(scores))]  # (argmax: the first of the best)
+        assert np.array_equal(idx[ptr[i] : ptr[i + 1]], best)
+        np.add.at(ref, best, weight[i])

@@ -127,10 +127,15 @@ class FailureConfig(BaseModel):
         return FailureModel(**self.model_dump())
 
 
+#: Trace preset of a run that names neither a preset nor a file.
+DEFAULT_TRACE_PRESET = "lumoscore-published"
+
+
 class TraceConfig(BaseModel):
     """The job trace of one run: a generated preset or a trace file.
 
-    ``preset`` (default ``lumoscore-paper`` when no ``file`` is given) draws ``jobs`` jobs
+    ``preset`` (default ``lumoscore-published``, the job set of the paper's published runs,
+    when no ``file`` is given) draws ``jobs`` jobs
     with the run's seed; the arrival rate is ``beta_s`` (mean inter-arrival time) or ``load``
     (workload level, LumosCore Eq. 9), at most one of them (neither: the preset's default).
     ``file`` reads a trace file (``.csv``/``.parquet``) instead.
@@ -138,7 +143,7 @@ class TraceConfig(BaseModel):
     Examples
     --------
     >>> TraceConfig().preset, TraceConfig(file="t.csv").preset
-    ('lumoscore-paper', None)
+    ('lumoscore-published', None)
     """
 
     model_config = _MODEL_CONFIG
@@ -159,7 +164,7 @@ class TraceConfig(BaseModel):
     @classmethod
     def _default_preset(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("file") is None and data.get("preset") is None:
-            return {**data, "preset": "lumoscore-paper"}
+            return {**data, "preset": DEFAULT_TRACE_PRESET}
         return data
 
     @model_validator(mode="after")
@@ -210,7 +215,7 @@ class RunConfig(BaseModel):
     --------
     >>> r = RunConfig(arch="BEST", gpus=256, trace={"jobs": 10, "load": 0.8})
     >>> r.arch, r.trace.preset, r.trace.load, r.queue
-    ('best', 'lumoscore-paper', 0.8, 'fifo')
+    ('best', 'lumoscore-published', 0.8, 'fifo')
     """
 
     model_config = _MODEL_CONFIG
@@ -266,7 +271,7 @@ class RunConfig(BaseModel):
         Examples
         --------
         >>> RunConfig(arch="best", gpus=512, trace={"jobs": 20}).label()
-        'best 512 GPUs lumoscore-paper x20 seed 1'
+        'best 512 GPUs lumoscore-published x20 seed 1'
         """
         t = self.trace
         trace = f"{t.file}" if t.file else f"{t.preset} x{t.jobs}"

@@ -59,20 +59,23 @@ __all__ = [
     "run_fig7",
     "run_sec66",
     "run_table6",
+    "run_table6_simulation",
+    "run_table6_synthetic",
     "run_task",
 ]
 
 PresetKind = Literal["simulation", "task"]
 
-#: Default scale of the simulation presets (the paper: 1000 jobs, exact max-min rates);
-#: ``fig8c`` (16k-GPU runs) uses :data:`SWEEP_JOBS`.
-DEFAULT_JOBS = 200
-SWEEP_JOBS = 100
+#: Default scale of the simulation presets: the paper's, 1000 jobs with exact max-min rates
+#: (``--jobs`` runs a smaller trace).
+DEFAULT_JOBS = 1000
 DEFAULT_EPS = 0.0
 #: Workload level of the paper's runs (LumosCore §6.2, Eq. 9, from the Helios trace): the
 #: arrival rate of every run is set so that the sampled trace has this level on the run's
 #: cluster, so clusters of every size are equally loaded (a fixed ``beta_s`` would overload
-#: 2k GPUs and leave 16k GPUs mostly idle).
+#: 2k GPUs and leave 16k GPUs mostly idle). The published 1000-job set at beta 2000 s is
+#: about as loaded: ``lumoscore-published`` traces at beta 2000 s on 4096 GPUs have levels
+#: 0.60-0.83 (seeds 1-5, mean 0.67).
 PAPER_LOAD = 0.655
 #: LumosCore preset whose cluster shape the OCS task presets use (pods of 128 GPUs,
 #: 8 OCS groups of 16-port spines).
@@ -162,7 +165,7 @@ def _experiment(
         "description": description,
         "gpus": 4096,
         "architectures": list(PAPER_ARCHITECTURES),
-        "trace": {"preset": "lumoscore-paper", "jobs": jobs, "load": PAPER_LOAD},
+        "trace": {"preset": "lumoscore-published", "jobs": jobs, "load": PAPER_LOAD},
         "eps": DEFAULT_EPS,
         "seeds": [1],
     }
@@ -170,14 +173,15 @@ def _experiment(
     return ExperimentConfig.model_validate(doc)
 
 
-_FULL = "lumos run --preset {name} --jobs 1000"
+_FULL = "lumos run --preset {name}"
 
 
 def _scale_text(jobs: int, *, load: bool = True) -> str:
     level = f" at workload level {PAPER_LOAD:g} (Eq. 9, the paper's)" if load else ""
     return (
-        f"Default: {jobs} jobs of the lumoscore-paper workload{level}, exact max-min rates, "
-        "seed 1; the paper: 1000 jobs (`--jobs 1000`)."
+        f"Default: the paper's scale, {jobs} jobs of the lumoscore-published workload{level}, "
+        "research exposure, probing on Clos, exact max-min rates, seed 1 (`--jobs N` for a "
+        "smaller trace)."
     )
 
 
@@ -213,13 +217,12 @@ def _simulation_presets() -> list[PaperPreset]:
         "Fig. 8(c)",
         "Mean JCT against cluster size (2k-16k GPUs)",
         "The seven architectures at 2048, 4096, 8192 and 16384 GPUs (Clos port speeds fall "
-        "with size, LumosCore keeps 1.6 Tb/s); the report draws mean JCT against GPUs. Slowest "
-        "preset (16k-GPU runs); `--gpus 2048 --gpus 4096` runs a subset.",
+        "with size, LumosCore keeps 1.6 Tb/s); the report draws mean JRT (the paper's caption) "
+        "and mean JCT against GPUs. `--gpus 2048 --gpus 4096` runs a subset.",
         [
             _experiment(
                 "fig8c",
                 "LumosCore Fig. 8(c): mean JCT against cluster size",
-                jobs=SWEEP_JOBS,
                 gpus=[2048, 4096, 8192, 16384],
             )
         ],
@@ -249,7 +252,8 @@ def _simulation_presets() -> list[PaperPreset]:
         "Distribution of the per-job contention level (Eq. 10), 4096 GPUs",
         "The runs of fig8ab (same keys: `--out` pointing at a fig8ab store reuses them); the "
         "report draws the CDF over jobs of the contention level, actual over contention-free "
-        "communication time (the paper shows a histogram of ratio bins).",
+        "communication time, and the share of jobs per contention-level bin (the paper's "
+        "figure; its bin edges are not published, ours are in the caption).",
         [_experiment("fig8e", "LumosCore Fig. 8(e): contention levels at 4096 GPUs")],
     )
     fig23 = _sim(
@@ -262,7 +266,7 @@ def _simulation_presets() -> list[PaperPreset]:
             _experiment(
                 "fig23",
                 "LumosCore Fig. 23: workload levels at 4096 GPUs",
-                trace={"preset": "lumoscore-paper", "jobs": DEFAULT_JOBS},
+                trace={"preset": "lumoscore-published", "jobs": DEFAULT_JOBS},
                 sweep={"trace.load": [0.4, 0.55, 0.655, 0.8, 1.0]},
             )
         ],
@@ -292,10 +296,11 @@ def _simulation_presets() -> list[PaperPreset]:
     fig25 = _sim(
         "fig25",
         "Fig. 25",
-        "Routing algorithms (ECMP, probing/planned, contention-free), 4096 GPUs",
-        "Clos with ecmp, probing (ACCL-style, the paper's default) and ideal (contention-free); "
-        "LumosCore with ecmp, planned (routes of the logical topology) and ideal; Best once. "
-        "LumosCore has no `probing` mode: its planned routing is the counterpart.",
+        "Routing algorithms (ECMP, probing, planned, contention-free), 4096 GPUs",
+        "Clos with ecmp, probing (the paper's default: the best of a few hashed paths at every "
+        "round) and ideal (contention-free); LumosCore with ecmp, probing over its OCS groups "
+        "and spines, planned (routes of the logical topology, its default) and ideal; Best "
+        "once.",
         [
             _experiment(
                 "fig25",
@@ -307,7 +312,7 @@ def _simulation_presets() -> list[PaperPreset]:
                 "fig25",
                 "LumosCore Fig. 25: LumosCore routing",
                 architectures=list(PAPER_LUMOSCORE),
-                sweep={"routing": ["ecmp", "planned", "ideal"]},
+                sweep={"routing": ["ecmp", "probing", "planned", "ideal"]},
             ),
             _experiment("fig25", "LumosCore Fig. 25: Best", architectures=["best"]),
         ],
@@ -558,7 +563,121 @@ TABLE6_SOLVERS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: Table 6 of the paper: average share of OCS links reallocated per reconfiguration (%).
+TABLE6_PAPER_PCT: dict[int, float] = {2048: 0.319, 4096: 0.282, 8192: 0.441, 16384: 0.445}
+
+#: Sources of Table 6's reconfigurations.
+TABLE6_SOURCES: tuple[str, ...] = ("simulation", "synthetic")
+
+
 def run_table6(
+    out_dir: str | Path,
+    *,
+    source: str = "simulation",
+    scales_gpus: Sequence[int] = (2048, 4096, 8192, 16384),
+    **options: Any,
+) -> TaskOutput:
+    """Table 6: share of OCS links rewired per reconfiguration, against cluster size.
+
+    ``source="simulation"`` (default): the reconfigurations of job simulations
+    (:func:`run_table6_simulation`); ``"synthetic"``: successive random logical topologies,
+    comparing rewiring strategies (:func:`run_table6_synthetic`). ``options`` go to that
+    function.
+    """
+    if source not in TABLE6_SOURCES:
+        raise ConfigError(f"source {source!r} unknown; allowed: {', '.join(TABLE6_SOURCES)}")
+    task = run_table6_simulation if source == "simulation" else run_table6_synthetic
+    return task(out_dir, scales_gpus=scales_gpus, **options)
+
+
+def run_table6_simulation(
+    out_dir: str | Path,
+    *,
+    scales_gpus: Sequence[int] = (2048, 4096, 8192, 16384),
+    jobs: int = DEFAULT_JOBS,
+    arch: str = TOE_ARCH,
+    trace_preset: str = "lumoscore-published",
+    beta_s_at_4096: float = 2000.0,
+    exposure: str = "research",
+    seed: int = 1,
+) -> TaskOutput:
+    """Table 6 from the simulation's own reconfigurations.
+
+    At each scale a ``jobs``-job ``trace_preset`` trace (arrival rate per GPU that of
+    ``beta_s_at_4096`` at 4096 GPUs) runs on LumosCore preset ``arch``; every admission or
+    release that changes the logical topology is a reconfiguration, configured by the
+    fabric's min-rewiring ToE from the circuits in place. The table gives the circuits rewired
+    per reconfiguration, as a share of the circuits the OCS core can hold (every OCS has
+    ``ocs_ports`` ports, one per pod in use: ``ocs x ocs_ports / 2`` circuits; the
+    denominator we take for the paper's "links") and of the circuits of the pods in use,
+    next to the paper's value. Writes ``table6.csv``/``table6.md`` and
+    ``table6.png``/``table6.svg``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = run_table6_simulation(tempfile.mkdtemp(), scales_gpus=[512], jobs=20)
+    >>> r = out.rows[0]
+    >>> r["gpus"], r["reconfigurations"] > 0, 0 < r["rewired_of_capacity_pct"] < 100
+    (512, True, True)
+    """
+    from lumoscore.fabric.presets import make_fabric
+    from lumoscore.sim.engine import Simulator
+    from lumoscore.workload import generate_trace
+
+    if jobs < 1:
+        raise ConfigError(f"jobs: at least 1, got {jobs}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    for gpus in scales_gpus:
+        fab: Any = make_fabric(arch, int(gpus), seed=seed)
+        beta = beta_s_at_4096 * 4096 / int(gpus)
+        trace = generate_trace(trace_preset, jobs, seed=seed, cluster_gpus=int(gpus), beta_s=beta)
+        Simulator(fab, trace.jobs, exposure=exposure, seed=seed).run()
+        d = fab.describe()
+        spec = fab.spec
+        reconf = int(d["reconfigurations"])
+        per = float(d["rewired_circuits"]) / reconf if reconf else 0.0
+        ocses = int(d["total_circuits"]) // max(spec.pods // 2, 1)
+        capacity = ocses * spec.ocs_ports // 2
+        rows.append(
+            {
+                "gpus": int(gpus),
+                "arch": arch,
+                "pods": int(spec.pods),
+                "jobs": int(jobs),
+                "beta_s": beta,
+                "reconfigurations": reconf,
+                "rewired_per_reconfiguration": per,
+                "rewired_of_capacity_pct": 100 * per / capacity,
+                "rewired_of_used_pct": 100 * float(d["rewired_share"]),
+                "paper_pct": TABLE6_PAPER_PCT.get(int(gpus), float("nan")),
+            }
+        )
+    files = _write_table(out, "table6", rows)
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    xs = [r["gpus"] for r in rows]
+    ax.plot(xs, [r["rewired_of_capacity_pct"] for r in rows], marker="o", color="C0",
+            label="simulation, of the OCS core's circuits")  # fmt: skip
+    ax.plot(xs, [r["rewired_of_used_pct"] for r in rows], marker="s", color="C1",
+            label="simulation, of the circuits of the pods in use")  # fmt: skip
+    paper = [(g, v) for g, v in TABLE6_PAPER_PCT.items() if g in xs]
+    if paper:
+        px, py = zip(*paper, strict=True)
+        ax.plot(px, py, ls="--", marker="x", color="grey", label="paper (Table 6)")
+    _scale_axes(
+        ax,
+        scales_gpus,
+        "circuits rewired per reconfiguration (%)",
+        f"Table 6: rewired OCS circuits in simulation ({arch}, {jobs} jobs)",
+    )
+    files += _save_figure(fig, out, "table6")
+    return TaskOutput(tuple(files), tuple(rows))
+
+
+def run_table6_synthetic(
     out_dir: str | Path,
     *,
     scales_gpus: Sequence[int] = (2048, 4096, 8192, 16384),
@@ -571,7 +690,7 @@ def run_table6(
     arch: str = TOE_ARCH,
     seed: int = 1,
 ) -> TaskOutput:
-    """Table 6: share of OCS links rewired per reconfiguration, against cluster size.
+    """Table 6 on synthetic logical topologies: rewiring strategies compared.
 
     For each scale, the cluster of LumosCore preset ``arch`` (cross wiring) goes through
     ``reconfigurations`` successive logical topologies, each with about ``change`` of the
@@ -586,8 +705,8 @@ def run_table6(
     Examples
     --------
     >>> import tempfile
-    >>> out = run_table6(tempfile.mkdtemp(), scales_gpus=[512], reconfigurations=1,
-    ...                  ilp_max_gpus=0)
+    >>> out = run_table6_synthetic(tempfile.mkdtemp(), scales_gpus=[512], reconfigurations=1,
+    ...                            ilp_max_gpus=0)
     >>> [r["strategy"] for r in out.rows]
     ['LumosCore (mdmcf)', 'not rewiring-aware (mcf)']
     """
@@ -669,7 +788,7 @@ def run_sec66(
     """§6.6: OCS configuration solve time against scale, LumosCore (mdmcf) vs the ILP.
 
     At each scale the cluster of ``arch`` is reconfigured ``reconfigurations`` times
-    (logical topologies as in :func:`run_table6`); the table gives the median and largest
+    (logical topologies as in :func:`run_table6_synthetic`); the table gives the median and largest
     wall-clock time of a whole-cluster reconfiguration for ``mdmcf`` and for the CP-SAT
     MinRewiring ILP (up to ``ilp_max_gpus``, under ``ilp_time_limit_s`` per call; status
     ``timeout`` when the limit was hit, ``fallback`` when CP-SAT found no solution and mdmcf
@@ -769,17 +888,17 @@ def _task_presets() -> list[PaperPreset]:
             title="Share of OCS links rewired per reconfiguration against cluster size",
             paper="Table 6",
             description=(
-                f"{TOE_ARCH} clusters (cross wiring) of 2k-16k GPUs, 3 successive logical "
-                "topologies each ~2% away from the last, 80% of the ports in use: rewired "
-                "circuits of LumosCore's min-rewiring mdmcf, of the CP-SAT MinRewiring ILP "
-                "(up to 4k GPUs, 10 s limit) and of a decomposition that ignores the current "
-                "circuits, plus staged-reconfiguration stages (iota 0.25). Not faithful: the "
-                "paper's topologies come from the job simulation, ours are synthetic "
-                "(`--gpus` sets the scales). About 40 s."
+                f"{TOE_ARCH} clusters of 2k-16k GPUs, each running 1000 jobs of the "
+                "lumoscore-published workload (the arrival rate per GPU of beta 2000 s at 4k) "
+                "with the research exposure: OCS circuits rewired per reconfiguration of the "
+                "simulation, as a share of the OCS core's circuits and of those of the pods in "
+                "use, beside the paper's values (`--gpus` sets the scales). About 30 s. "
+                "`run_table6(source='synthetic')` compares rewiring strategies on synthetic "
+                "topologies instead."
             ),
             kind="task",
             task=run_table6,
-            tiny={"scales_gpus": [512], "reconfigurations": 1, "ilp_max_gpus": 512},
+            tiny={"scales_gpus": [512], "jobs": 20},
             full_command="lumos run --preset table6 --gpus 2048 --gpus 4096 --gpus 8192 "
             "--gpus 16384",
         ),
@@ -856,8 +975,6 @@ def run_task(
         if not gpus or any(g < 8 for g in gpus):
             raise ConfigError(f"--gpus: cluster sizes >= 8, got {list(gpus)}")
         options["scales_gpus"] = list(gpus)
-        if preset.name == "table6" and quick:
-            options["ilp_max_gpus"] = min(gpus)
     result = preset.task(out_dir, **options)
     doc = {**preset.summary(), "options": options, "files": [p.name for p in result.files]}
     info = atomic_write_text(

@@ -136,6 +136,13 @@ class Fabric(ABC):
     #: :data:`~lumoscore.sim.placers.PLACERS`).
     default_placer: str = "server"
 
+    @property
+    def placement_levels(self) -> tuple[int, ...]:
+        """GPUs of a block at each level of the fabric's hierarchy below the whole cluster,
+        ascending (a leaf, a pod, ...): what a locality placer keeps jobs inside. Default:
+        none (a flat fabric)."""
+        return ()
+
     @classmethod
     def checked_routing(cls, routing: str | None) -> str:
         """``routing`` if the class implements it (``None``: the default, ``routings[0]``);

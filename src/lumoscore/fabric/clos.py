@@ -62,18 +62,24 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.errors import ConfigError
 from lumoscore.fabric.base import Fabric, IntArray, Routes, check_positive, geometry_spec
 from lumoscore.fabric.hashing import flow_hash_jit
+from lumoscore.fabric.routing import (
+    CANDIDATE_STEP,
+    EXTRA_SEED,
+    PROBE_CANDIDATES,
+    check_candidates,
+    probe_inputs,
+)
 from lumoscore.hardware.sizing import clos_max_gpus
 
-__all__ = ["PROBE_CANDIDATES", "ClosFabric"]
+__all__ = ["PROBE_HASHES", "ClosFabric"]
 
-#: Candidate paths per flow of ``probing`` in the published LumosCore runs: their simulator
-#: draws ``max_rehashing_time + round(U(0, 0.7))`` hash candidates per flow with
-#: ``max_rehashing_time = 1`` (the value in its 4096-GPU configuration), i.e. a second
-#: candidate with probability 2/7.
-PROBE_CANDIDATES = 1.0 + 2.0 / 7.0
+#: How ``probing`` draws a flow's candidate paths: ``murmur`` (MurmurHash3 of the flow,
+#: tier seeds moved per candidate) or ``sum`` (the research simulator's port routing: up-port
+#: ``(c + src + dst) mod P`` at every tier for candidate ``c``).
+PROBE_HASHES: tuple[str, ...] = ("murmur", "sum")
 
 #: Routing policy -> the code the compiled router switches on.
 _MODE_CODE = {"ecmp": 0, "balanced": 1, "source": 2, "probing": 3}
@@ -91,6 +97,7 @@ def _route_flows(
     cap: NDArray[np.float64],
     weight: NDArray[np.float64],
     candidates: float,
+    sum_hash: bool,
 ) -> tuple[int, IntArray, IntArray]:  # pragma: no cover - compiled
     """CSR routes of all flows (the module docstring's arithmetic, one flow at a time).
 
@@ -150,7 +157,7 @@ def _route_flows(
     count = np.zeros(count_off[tiers] if mode == 1 else 0, np.int64)
     if mode == 3:
         _probe_paths(src, dst, key, a, b, h, indptr, indices, n_gpus, k, geometry, seeds, load,
-                     cap, weight, candidates)  # fmt: skip
+                     cap, weight, candidates, sum_hash)  # fmt: skip
         return 0, indptr, indices
     for i in range(F):
         base, hi = indptr[i], h[i]
@@ -177,10 +184,9 @@ def _route_flows(
     return 0, indptr, indices
 
 
-#: Candidate ``c`` of a probing flow hashes with every tier seed moved by ``c`` times this.
-_CANDIDATE_STEP = np.uint64(0x9E3779B9)
-#: Seed of the per-flow draw of a fractional extra candidate.
-_EXTRA_SEED = np.uint64(0x5BD1E995)
+# (the kernel's copies of the probing constants of lumoscore.fabric.routing)
+_CANDIDATE_STEP = np.uint64(CANDIDATE_STEP)
+_EXTRA_SEED = np.uint64(EXTRA_SEED)
 
 
 @numba.njit(cache=True)
@@ -201,6 +207,7 @@ def _probe_paths(
     cap: NDArray[np.float64],
     weight: NDArray[np.float64],
     candidates: float,
+    sum_hash: bool,
 ) -> None:  # pragma: no cover - compiled
     """``probing`` routes of :func:`_route_flows` (filled into ``indices``)."""
     w, span, ports = geometry[0], geometry[1], geometry[2]
@@ -225,8 +232,11 @@ def _probe_paths(
             col = 0
             for s in range(1, hi):
                 P = ports[s]
-                seed = (seeds[s - 1] + np.uint64(c) * _CANDIDATE_STEP) & mask
-                p = np.int64(flow_hash_jit(src[i], dst[i], key[i], seed) % np.uint64(P))
+                if sum_hash:
+                    p = (c + src[i] + dst[i]) % P
+                else:
+                    seed = (seeds[s - 1] + np.uint64(c) * _CANDIDATE_STEP) & mask
+                    p = np.int64(flow_hash_jit(src[i], dst[i], key[i], seed) % np.uint64(P))
                 sw_src = (a[i] // span[s]) * w[s] + col
                 sw_dst = (b[i] // span[s]) * w[s] + col
                 path[s] = off_up[s] + sw_src * P + p
@@ -279,8 +289,8 @@ class ClosFabric(Fabric):
         Seeds the per-tier hash seeds.
     probe_candidates : float
         ``probing`` only: candidate paths per flow (>= 1); a fractional part ``f`` gives a
-        flow one more candidate with probability ``f`` (default :data:`PROBE_CANDIDATES`,
-        the published runs' value).
+        flow one more candidate with probability ``f`` (default
+        :data:`~lumoscore.fabric.routing.PROBE_CANDIDATES`).
     name : str, optional
         Fabric name (default ``clos-<n>tier-r<R>``).
 
@@ -307,6 +317,7 @@ class ClosFabric(Fabric):
         polarized: bool = False,
         seed: int = 0,
         probe_candidates: float = PROBE_CANDIDATES,
+        probe_hash: str = "murmur",
         name: str | None = None,
     ) -> None:
         check_positive("port_gbps", port_gbps)
@@ -317,13 +328,12 @@ class ClosFabric(Fabric):
         if not (oversubscription >= 1 and math.isfinite(oversubscription)):
             raise ConfigError(f"oversubscription must be a ratio >= 1, got {oversubscription!r}")
         routing = self.checked_routing(routing)
-        if not (
-            isinstance(probe_candidates, int | float | np.number)
-            and math.isfinite(probe_candidates)
-            and probe_candidates >= 1
-        ):
-            raise ConfigError(f"probe_candidates must be a number >= 1, got {probe_candidates!r}")
-        self.probe_candidates = float(probe_candidates)
+        self.probe_candidates = check_candidates(probe_candidates)
+        if probe_hash not in PROBE_HASHES:
+            raise ConfigError(
+                f"probe_hash {probe_hash!r} unknown; allowed: {', '.join(PROBE_HASHES)}"
+            )
+        self.probe_hash = probe_hash
         if gpus_per_server < 1:
             raise ConfigError(f"gpus_per_server must be >= 1, got {gpus_per_server}")
         R, n, gps = int(radix), int(tiers), int(gpus_per_server)
@@ -541,6 +551,20 @@ class ClosFabric(Fabric):
         )
         return out
 
+    @property
+    def placement_levels(self) -> tuple[int, ...]:
+        """GPUs under one leaf, one tier-2 block (pod), ... up to the top tier's blocks.
+
+        Examples
+        --------
+        >>> ClosFabric(128, 400, radix=8, tiers=4, gpus_per_server=2).placement_levels
+        (4, 16, 64)
+        """
+        # the first level is a leaf's servers (rail-optimized: a rail group's, which share
+        # a set of rail leaves); above, the GPUs attached to a tier-s block's leaves
+        first = self.spec.k_leaf
+        return (first, *(self.gpus_per_leaf * self._span[s] for s in range(2, self.tiers)))
+
     # ------------------------------------------------------------------ routing
     def heights(self, src: IntArray, dst: IntArray) -> IntArray:
         """Tier each flow climbs to (1 = same leaf, ``tiers`` = top).
@@ -604,31 +628,7 @@ class ClosFabric(Fabric):
             src, dst, flow_key = src.reshape(-1), dst.reshape(-1), flow_key.reshape(-1)
         load = weight = self._no_load
         if self.routing == "probing":
-            if link_load is None:
-                load = np.zeros(self.n_links)
-            else:
-                load = link_load
-                if not (
-                    type(load) is np.ndarray
-                    and load.dtype == np.float64
-                    and load.flags.c_contiguous
-                    and load.flags.writeable
-                ):
-                    load = np.array(load, dtype=np.float64)
-                if load.shape != (self.n_links,):
-                    raise PreconditionError(
-                        f"link_load must have one entry per link ({self.n_links}), "
-                        f"got shape {load.shape}"
-                    )
-            weight = (
-                np.ones(src.size)
-                if flow_weight is None
-                else np.ascontiguousarray(flow_weight, dtype=np.float64).reshape(-1)
-            )
-            if weight.shape != src.shape:
-                raise PreconditionError(
-                    f"flow_weight shape {weight.shape} differs from the flows' {src.shape}"
-                )
+            load, weight = probe_inputs(link_load, flow_weight, self.n_links, src.size)
         status, indptr, indices = _route_flows(
             np.ascontiguousarray(src),
             np.ascontiguousarray(dst),
@@ -640,6 +640,7 @@ class ClosFabric(Fabric):
             self.capacity_bps,
             weight,
             self.probe_candidates,
+            self.probe_hash == "sum",
         )
         if status:
             self._check_endpoints(src, dst)  # raises, naming the bad ids

@@ -33,6 +33,9 @@ Routing (``routing=``):
   that balances all-to-all and ring patterns at both ends).
 * ``ecmp``: the spine is ``hash(src, dst, flow_key) mod`` the candidates: every spine inside a
   pod, the groups ``h`` with ``C[h, i, j] > 0`` across pods.
+* ``probing`` (Fig. 25): every round, each flow takes the best of ``probe_candidates`` ECMP
+  candidates (hash seeds moved per candidate) by ``min capacity / max(flows, 1)`` over its
+  links, counting the flows in flight (:func:`lumoscore.fabric.routing.choose_paths`).
 * ``ideal``: the two NIC links only (:attr:`isolating` is True).
 
 A cross-pod leaf pair without any split entry (e.g. a pair whose links the job shares with
@@ -84,6 +87,14 @@ from lumoscore.fabric.lumos_kernels import (
     ocs_capacity_diff,
     planned_cross_spines,
     route_links,
+)
+from lumoscore.fabric.routing import (
+    CANDIDATE_STEP,
+    PROBE_CANDIDATES,
+    candidate_counts,
+    check_candidates,
+    choose_paths,
+    probe_inputs,
 )
 from lumoscore.placement import ClusterState, admit, finish
 from lumoscore.toe import PortModel
@@ -182,6 +193,10 @@ class LumosCoreFabric(Fabric):
         Extra keyword arguments for :func:`lumoscore.placement.admit` / ``finish``
         (e.g. ``logical_mode``, ``backup``; ``split_ep=False`` turns the EP-split fallback
         off).
+    probe_candidates : float
+        ``probing`` only: ECMP candidates per flow, as for
+        :class:`~lumoscore.fabric.clos.ClosFabric` (the OCS group of a cross-pod flow and
+        the spine of an intra-pod one are what the candidates differ in).
 
     Examples
     --------
@@ -193,7 +208,7 @@ class LumosCoreFabric(Fabric):
     (3, 2, 'ecmp', 90)
     """
 
-    routings = ("planned", "ecmp", "ideal")
+    routings = ("planned", "ecmp", "probing", "ideal")
     default_placer = "fabric"  # placement, logical topology and OCS configuration together
 
     def __init__(
@@ -210,10 +225,12 @@ class LumosCoreFabric(Fabric):
         demand_method: str = "research",
         admit_options: dict[str, Any] | None = None,
         chip_tbps: float | None = None,
+        probe_candidates: float = PROBE_CANDIDATES,
     ) -> None:
         if not isinstance(spec, ClusterSpec):
             raise ConfigError(f"spec must be a ClusterSpec, got {type(spec).__name__}")
         routing = self.checked_routing(routing)
+        self.probe_candidates = check_candidates(probe_candidates)
         if not (reconfig_delay_s >= 0 and np.isfinite(reconfig_delay_s)):
             raise ConfigError(
                 f"reconfig_delay_s must be a finite value >= 0, got {reconfig_delay_s!r}"
@@ -440,9 +457,20 @@ class LumosCoreFabric(Fabric):
         return flow_hash(src, dst, key, self._hash_seed)
 
     def routes(
-        self, src: IntArray, dst: IntArray, flow_key: IntArray, *, job_id: int = 0
+        self,
+        src: IntArray,
+        dst: IntArray,
+        flow_key: IntArray,
+        *,
+        job_id: int = 0,
+        link_load: NDArray[np.float64] | None = None,
+        flow_weight: NDArray[np.float64] | None = None,
     ) -> Routes:
         """Links of each flow ``src[i] -> dst[i]`` (see the module docstring).
+
+        ``link_load`` and ``flow_weight`` (``probing`` only): flows in flight per link and
+        the flows each row stands for, as for :meth:`ClosFabric.routes
+        <lumoscore.fabric.clos.ClosFabric.routes>`; other policies ignore them.
 
         Examples
         --------
@@ -455,16 +483,67 @@ class LumosCoreFabric(Fabric):
         [0, 33, 43, 23]
         """
         src, dst, flow_key = self._route_inputs(src, dst, flow_key)
-        spec, n, H = self.spec, self._n, self._H
-        G, F = spec.gpus, src.size
+        spec, n = self.spec, self._n
+        G = spec.gpus
         if self.routing == "ideal":
             return Routes.from_columns(src, G + dst)
         # leaves and pods of the endpoints (checked above), rank and count of every flow
         # among the call's flows of its leaf pair, the intra-pod and the cross-pod flows
-        a, b, pa, pb, rank, count, intra, cross = classify_flows(
-            src, dst, spec.k_leaf, spec.leaves_per_pod, n
-        )
+        cls = classify_flows(src, dst, spec.k_leaf, spec.leaves_per_pod, n)
+        if self.routing == "probing":
+            return self._probe(src, dst, flow_key, cls, job_id, link_load, flow_weight)
         hashes = self._hash(src, dst, flow_key) if self.routing == "ecmp" else None
+        return Routes(*self._route_once(src, dst, cls, hashes, job_id, record=True))
+
+    def _probe(
+        self,
+        src: IntArray,
+        dst: IntArray,
+        flow_key: IntArray,
+        cls: tuple[IntArray, ...],
+        job_id: int,
+        link_load: NDArray[np.float64] | None,
+        flow_weight: NDArray[np.float64] | None,
+    ) -> Routes:
+        """``probing``: the best of each flow's ECMP candidates (hash seeds moved per
+        candidate; see :func:`lumoscore.fabric.routing.choose_paths`)."""
+        F = src.size
+        n_cand = candidate_counts(src, dst, flow_key, self.probe_candidates)
+        K = int(n_cand.max(initial=1))
+        ptrs, parts = [], []
+        for c in range(K):
+            seed = (self._hash_seed + c * CANDIDATE_STEP) & 0xFFFFFFFF
+            ptr, idx = self._route_once(
+                src, dst, cls, flow_hash(src, dst, flow_key, seed), job_id, record=False
+            )
+            ptrs.append(ptr)
+            parts.append(idx)
+        offsets = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(np.int64)
+        load, weight = probe_inputs(link_load, flow_weight, self.n_links, F)
+        indptr, indices = choose_paths(
+            np.stack(ptrs), np.concatenate(parts), offsets, n_cand, load, self.capacity_bps,
+            weight,
+        )  # fmt: skip
+        ocs = indices[indices >= self.off_ocs]
+        if ocs.size:
+            self._note_ocs(job_id, ocs)
+        self.stats["two_hop_flows"] += int(np.count_nonzero(np.diff(indptr) == 6))
+        return Routes(indptr, indices)
+
+    def _route_once(
+        self,
+        src: IntArray,
+        dst: IntArray,
+        cls: tuple[IntArray, ...],
+        hashes: NDArray[np.uint32] | None,
+        job_id: int,
+        *,
+        record: bool,
+    ) -> tuple[IntArray, IntArray]:
+        """CSR routes: ECMP over ``hashes`` (``None``: planned); ``record`` notes the OCS
+        links and two-hop flows of the job."""
+        H, G, F = self._H, self.spec.gpus, src.size
+        a, b, pa, pb, rank, count, intra, cross = cls
         h = np.zeros(F, np.int64)
         if intra.size:
             if hashes is not None:
@@ -481,19 +560,17 @@ class LumosCoreFabric(Fabric):
             )  # fmt: skip
             hc, pac, pbc, vc = h[idx], pa[idx], pb[idx], via[idx]
             two = vc >= 0
-            if two.any():
+            if record and two.any():
                 used = [self.ocs_link(hc, pac, np.where(two, vc, pbc))]
                 used.append(self.ocs_link(hc[two], vc[two], pbc[two]))
                 self._note_ocs(job_id, np.concatenate(used))
                 self.stats["two_hop_flows"] += int(two.sum())
-            else:
+            elif record:
                 self._note_ocs(job_id, self.ocs_link(hc, pac, pbc))
-        P = self._P
-        indptr, indices = route_links(
+        return route_links(
             src, dst, a, b, pa, pb, h, via, G,
-            self.off_leaf_up, self.off_leaf_down, self.off_ocs, H, P,
+            self.off_leaf_up, self.off_leaf_down, self.off_ocs, H, self._P,
         )  # fmt: skip
-        return Routes(indptr, indices)
 
     def _note_ocs(self, job_id: int, links: IntArray) -> None:
         """Record OCS links the job's routes cross (merged lazily, see :attr:`_job_ocs`)."""

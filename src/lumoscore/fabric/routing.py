@@ -43,18 +43,28 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
+from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.registry import Registry
 
 __all__ = [
+    "CANDIDATE_STEP",
+    "EXTRA_SEED",
+    "PROBE_CANDIDATES",
     "ROUTINGS",
     "Routing",
     "balanced_ports",
+    "candidate_counts",
+    "check_candidates",
+    "choose_paths",
     "ecmp_ports",
+    "probe_inputs",
     "rank_within_groups",
 ]
 
@@ -147,3 +157,137 @@ def balanced_ports(switch: IntArray, active: NDArray[np.bool_], n_ports: int) ->
     idx = np.flatnonzero(active)
     out[idx] = rank_within_groups(switch[idx]) % n_ports
     return out
+
+
+#: Candidate paths per flow of ``probing``. The research simulator draws
+#: ``max_rehashing_time + round(U(0, 0.7))`` hash candidates per flow (a one-more candidate
+#: with probability 2/7). Its published 4096-GPU LumosCore configuration has
+#: ``max_rehashing_time = 1``; that of its Clos runs is not public. ``3 + 2/7``
+#: (``max_rehashing_time = 3``) is the value of that form that best reproduces the published
+#: Clos results (docs/results-4096.md: 5 of the 6 Clos JCT/JRT ratios over seeds 1-5 within
+#: tolerance; 1 + 2/7 gives 2 of 6, 2 + 2/7 4 of 6, 4 + 2/7 5 of 6).
+PROBE_CANDIDATES = 3.0 + 2.0 / 7.0
+
+
+def check_candidates(value: float) -> float:
+    """``value`` as a candidate count (a number >= 1), or a ConfigError naming
+    ``probe_candidates``."""
+    if not (
+        isinstance(value, int | float | np.number)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 1
+    ):
+        raise ConfigError(f"probe_candidates must be a number >= 1, got {value!r}")
+    return float(value)
+
+
+#: Candidate ``c`` of a probing flow hashes with its seed(s) moved by ``c`` times this.
+CANDIDATE_STEP = 0x9E3779B9
+#: Seed of the per-flow draw of a fractional extra candidate.
+EXTRA_SEED = 0x5BD1E995
+
+
+def candidate_counts(
+    src: IntArray, dst: IntArray, flow_key: IntArray, candidates: float
+) -> IntArray:
+    """Candidate paths of each probing flow: ``floor(candidates)``, plus one when the flow's
+    hash (seed :data:`EXTRA_SEED`) falls below ``candidates mod 1`` (at least 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> candidate_counts(np.arange(4), np.arange(4) + 9, np.zeros(4, np.int64), 2.0).tolist()
+    [2, 2, 2, 2]
+    """
+    from lumoscore.fabric.hashing import flow_hash
+
+    whole = int(np.floor(candidates))
+    n = np.full(np.asarray(src).size, max(whole, 1), dtype=np.int64)
+    frac = candidates - whole
+    if frac > 0:
+        u = flow_hash(src, dst, flow_key, seed=EXTRA_SEED) / 4294967296.0
+        n[u < frac] = whole + 1
+    return n
+
+
+def probe_inputs(
+    link_load: ArrayLike | None, flow_weight: ArrayLike | None, n_links: int, n_flows: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The flows in flight per link (used in place when already a writable contiguous
+    float64 array; zeros when ``None``) and the flows each row stands for (ones when
+    ``None``), checked against ``n_links`` and ``n_flows``."""
+    if link_load is None:
+        load = np.zeros(n_links)
+    else:
+        load = link_load  # type: ignore[assignment]
+        if not (
+            type(load) is np.ndarray
+            and load.dtype == np.float64
+            and load.flags.c_contiguous
+            and load.flags.writeable
+        ):
+            load = np.array(link_load, dtype=np.float64)
+    if load.shape != (n_links,):
+        raise PreconditionError(
+            f"link_load must have one entry per link ({n_links}), got shape {load.shape}"
+        )
+    weight = (
+        np.ones(n_flows)
+        if flow_weight is None
+        else np.ascontiguousarray(flow_weight, dtype=np.float64).reshape(-1)
+    )
+    if weight.shape != (n_flows,):
+        raise PreconditionError(
+            f"flow_weight shape {weight.shape} differs from the flows' ({n_flows},)"
+        )
+    return load, weight
+
+
+@numba.njit(cache=True)
+def choose_paths(
+    indptrs: IntArray,
+    indices: IntArray,
+    offsets: IntArray,
+    n_cand: IntArray,
+    load: NDArray[np.float64],
+    cap: NDArray[np.float64],
+    weight: NDArray[np.float64],
+) -> tuple[IntArray, IntArray]:  # pragma: no cover - compiled
+    """Probing over precomputed candidate routes, flow by flow in order.
+
+    Candidate ``c`` is the CSR ``(indptrs[c], indices[offsets[c]:offsets[c + 1]])`` over the
+    same flows. Flow ``i`` keeps the first of its ``n_cand[i]`` candidates whose bottleneck
+    ``min cap[l] / max(load[l], 1)`` is largest and counts ``weight[i]`` flows on its links
+    for the later flows; ``load`` is given back unchanged. Returns the chosen CSR.
+    """
+    F = n_cand.size
+    pick = np.zeros(F, np.int64)
+    length = np.empty(F, np.int64)
+    for i in range(F):
+        best, best_score = 0, -1.0
+        for c in range(min(n_cand[i], indptrs.shape[0])):
+            lo = offsets[c] + indptrs[c, i]
+            hi = offsets[c] + indptrs[c, i + 1]
+            score = np.inf
+            for q in range(lo, hi):
+                v = cap[indices[q]] / max(load[indices[q]], 1.0)
+                if v < score:
+                    score = v
+            if score > best_score:
+                best, best_score = c, score
+        pick[i] = best
+        length[i] = indptrs[best, i + 1] - indptrs[best, i]
+        for q in range(offsets[best] + indptrs[best, i], offsets[best] + indptrs[best, i + 1]):
+            load[indices[q]] += weight[i]
+    out_ptr = np.zeros(F + 1, np.int64)
+    for i in range(F):
+        out_ptr[i + 1] = out_ptr[i] + length[i]
+    out = np.empty(out_ptr[F], np.int64)
+    for i in range(F):
+        c = pick[i]
+        base = offsets[c] + indptrs[c, i]
+        for j in range(length[i]):
+            out[out_ptr[i] + j] = indices[base + j]
+            load[indices[base + j]] -= weight[i]
+    return out_ptr, out

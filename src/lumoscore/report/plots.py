@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -39,9 +40,11 @@ from lumoscore.report.metrics import (
 )
 
 __all__ = [
+    "CONTENTION_BINS",
     "ReportFigure",
     "arch_order",
     "bar_figure",
+    "binned_share_figure",
     "build_figures",
     "category_figure",
     "cdf_figure",
@@ -76,6 +79,18 @@ _PAPER = {
     "routing": "Fig. 25",
     "rail_optimized": "Fig. 24",
 }
+
+#: Contention-level bins of the Fig. 8(e) bars: ``(upper edge, label)``, each bin
+#: ``(previous edge, edge]`` (the first ``[1, 1.001]``: no contention, the research code rounds
+#: ratios within 0.1 % of 1 to 1). The paper's own bin edges are not published.
+CONTENTION_BINS: tuple[tuple[float, str], ...] = (
+    (1.001, "1 (none)"),
+    (1.05, "1-1.05"),
+    (1.1, "1.05-1.1"),
+    (1.2, "1.1-1.2"),
+    (1.5, "1.2-1.5"),
+    (math.inf, "> 1.5"),
+)
 
 #: Resolution of the report's PNG figures.
 _REPORT_DPI = 110
@@ -270,6 +285,51 @@ def sweep_figure(
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
+    return fig
+
+
+def binned_share_figure(
+    samples: Mapping[str, NDArray[np.float64]],
+    bins: Sequence[tuple[float, str]],
+    *,
+    title: str,
+    legend_title: str,
+) -> Figure:
+    """Stacked horizontal bars: per key of ``samples``, the share of its (finite) values in
+    each bin ``(previous edge, edge]`` of ``bins`` (``(edge, label)``, ascending; values at
+    or below the first edge fall in the first bin).
+
+    Examples
+    --------
+    >>> fig = binned_share_figure({"a": np.array([1.0, 1.3]), "b": np.array([2.0])},
+    ...                           ((1.1, "low"), (np.inf, "high")), title="t", legend_title="x")
+    >>> [round(float(p.get_width()), 2) for p in fig.axes[0].patches]
+    [0.5, 0.0, 0.5, 1.0]
+    """
+    names = list(samples)
+    fig = _new_figure(6.4, 1.6 + 0.3 * max(len(names), 1))
+    ax = fig.add_subplot()
+    edges = np.array([e for e, _ in bins], dtype=float)
+    shares = np.zeros((len(names), len(bins)))
+    for i, name in enumerate(names):
+        x = np.asarray(samples[name], dtype=float)
+        x = x[np.isfinite(x)]
+        if x.size:
+            k = np.minimum(np.searchsorted(edges, x, side="left"), len(bins) - 1)
+            shares[i] = np.bincount(k, minlength=len(bins)) / x.size
+    y = np.arange(len(names))[::-1]
+    left = np.zeros(len(names))
+    cmap = matplotlib.colormaps["YlOrRd"]
+    for j, (_, label) in enumerate(bins):
+        color = cmap(0.15 + 0.8 * j / max(len(bins) - 1, 1))
+        ax.barh(y, shares[:, j], left=left, color=color, label=label, edgecolor="white")
+        left += shares[:, j]
+    ax.set_yticks(y, names, fontsize=8)
+    ax.set_xlim(0.0, 1.0)
+    ax.set_xlabel("share of jobs")
+    ax.set_title(title, fontsize=10)
+    fig.legend(title=legend_title, fontsize=7, title_fontsize=7, ncols=min(len(bins), 6),
+               loc="outside lower center")  # fmt: skip
     return fig
 
 
@@ -583,6 +643,21 @@ def build_figures(
                     ),
                 )
             )
+            figs.append(
+                ReportFigure(
+                    "contention_bins",
+                    "Share of jobs per contention level",
+                    "Fig. 8(e) as the paper draws it: per architecture, the share of jobs in "
+                    "each contention-level bin (our bins: the paper's edges are not "
+                    f"published). {where}{seed_text}",
+                    binned_share_figure(
+                        _samples(per_job, "contention_level", archs),
+                        CONTENTION_BINS,
+                        title="Share of jobs per contention level (Eq. 10)",
+                        legend_title="contention level",
+                    ),
+                )
+            )
     ref_agg = _slice(agg, ref)
     bar_metrics = [m for m in ("mean_jrt_s", "mean_jwt_s", "mean_jct_s") if m in agg.columns]
     if not ref_agg.empty and "arch" in ref_agg.columns and bar_metrics:
@@ -628,6 +703,20 @@ def build_figures(
                 fig,
             )
         )
+        if p == "gpus" and kind == "line" and "mean_jrt_s" in part.columns:
+            figs.append(
+                ReportFigure(
+                    "jrt_vs_gpus",
+                    "Mean JRT against cluster size",
+                    "Fig. 8(c) (the paper's caption: Avg. JRT under different cluster size): "
+                    "mean JRT per architecture against cluster size, averaged over seeds with "
+                    f"95% confidence intervals. {others_text}",
+                    sweep_figure(
+                        part, p, "mean_jrt_s", title="Mean JRT against cluster size",
+                        colors=palette,
+                    ),
+                )
+            )  # fmt: skip
     qs = _reference_queues(queues, ref_runs, archs)
     if qs:
         figs.append(

@@ -9,6 +9,9 @@ implement :class:`FailurePlacer`. :data:`PLACERS` maps a name to a factory
 * ``server``: :class:`ServerPlacer`, whole servers, best-fit runs (electrical fabrics);
 * ``fabric``: the fabric places its own jobs (LumosCore: placement, logical topology and OCS
   configuration go together); the fabric must implement the protocol itself.
+* ``locality``: :class:`LocalityPlacer`, whole servers, the fewest blocks at every level of
+  the fabric's hierarchy (:attr:`Fabric.placement_levels
+  <lumoscore.fabric.base.Fabric.placement_levels>`), best fit (the research simulator's rule).
 
 :class:`ServerPlacer`: jobs take whole servers (TP fills a server); a job smaller than a
 server takes GPUs of one server. Among runs of consecutive free servers long enough for the
@@ -41,7 +44,7 @@ from lumoscore.errors import ConfigError
 from lumoscore.registry import Registry
 from lumoscore.workload.job import Job
 
-__all__ = ["PLACERS", "FailurePlacer", "Placer", "ServerPlacer"]
+__all__ = ["PLACERS", "FailurePlacer", "LocalityPlacer", "Placer", "ServerPlacer"]
 
 IntArray = NDArray[np.int64]
 
@@ -150,6 +153,95 @@ class ServerPlacer:
         np.add.at(self.free_slots, gpus // self.gps, 1)
 
 
+class LocalityPlacer(ServerPlacer):
+    """Whole servers, hierarchical best fit: a job goes into as few blocks as possible at
+    every level of the fabric (pods, then leaves), preferring the fullest block that holds it.
+
+    ``levels`` are the GPUs of a block at each level below the whole cluster, ascending
+    (e.g. ``(16, 256)``: leaves of 16 GPUs, pods of 256), each a multiple of the previous and
+    of ``gpus_per_server``. At each level, from the top: if some block has enough free
+    servers, the one with the fewest (best fit); otherwise the fewest blocks: the freest
+    ones, the last being the fullest block that covers the rest. Inside a leaf the
+    lowest-numbered free servers. This is the research simulator's ELEExpander rule (fewest
+    pods, then the fullest; the same inside the pods), by greedy choice instead of an ILP.
+    A job smaller than a server goes to the fullest server with room, as in
+    :class:`ServerPlacer`; like it, a job waits only when too few servers are free.
+
+    Examples
+    --------
+    >>> from lumoscore.workload import Job
+    >>> p = LocalityPlacer(64, 8, levels=(16, 32))  # leaves of 2 servers, pods of 2 leaves
+    >>> def job(i, n):
+    ...     return Job(job_id=i, arrival_s=0, gpus=n, model="llama_7b", tp=8, pp=1,
+    ...                dp=n // 8, ep=8, iterations=1, duration_s=1.0)
+    >>> p.place(job(0, 8)).tolist()[0]  # server 0
+    0
+    >>> p.place(job(1, 16)).tolist()[0]  # the fullest pod that holds it (0), its free leaf
+    16
+    >>> p.place(job(2, 8)).tolist()[0]  # pod 0's last free server
+    8
+    >>> p.place(job(3, 48)) is None, p.place(job(3, 32)).tolist()[::8]  # pod 1, whole
+    (True, [32, 40, 48, 56])
+    """
+
+    def __init__(self, gpus: int, gpus_per_server: int = 8, *, levels: tuple[int, ...] = ()):
+        super().__init__(gpus, gpus_per_server)
+        sizes = []
+        for lv in levels:
+            if lv % gpus_per_server or (sizes and lv % (sizes[-1] * gpus_per_server)):
+                raise ConfigError(
+                    f"levels {levels}: each must be a multiple of the previous and of "
+                    f"gpus_per_server={gpus_per_server}"
+                )
+            if lv < gpus and (not sizes or lv // gpus_per_server != sizes[-1]):
+                sizes.append(lv // gpus_per_server)
+        self.block_servers: tuple[int, ...] = tuple(sizes)  # servers per block, ascending
+
+    def place(self, job: Job) -> IntArray | None:
+        """GPU ids for the job (rank order), or ``None`` when too few servers are free."""
+        if job.gpus < self.gps:
+            return super().place(job)
+        need = -(-job.gpus // self.gps)
+        empty = self._available() == self.gps
+        if int(empty.sum()) < need:
+            return None
+        servers = np.sort(self._pick(empty, 0, empty.size, need, len(self.block_servers)))
+        self.free_slots[servers] = 0
+        gpus = (servers[:, None] * self.gps + np.arange(self.gps)).ravel()[: job.gpus]
+        self.owned[job.job_id] = gpus
+        return gpus
+
+    def _pick(self, empty: NDArray[np.bool_], lo: int, hi: int, need: int, level: int) -> IntArray:
+        """``need`` empty servers of ``[lo, hi)``, choosing blocks of level ``level - 1``."""
+        if level == 0:
+            return lo + np.flatnonzero(empty[lo:hi])[:need].astype(np.int64)
+        size = self.block_servers[level - 1]
+        starts = np.arange(lo, hi, size)
+        free = np.add.reduceat(empty[lo:hi].astype(np.int64), starts - lo)
+        fits = np.flatnonzero(free >= need)
+        if fits.size:  # one block: the fullest that holds the job
+            b = int(fits[np.argmin(free[fits])])
+            return self._pick(
+                empty, int(starts[b]), min(int(starts[b]) + size, hi), need, level - 1
+            )
+        order = np.argsort(-free, kind="stable")
+        parts, left = [], need
+        for i, b in enumerate(order):
+            rest = order[i:]
+            cover = rest[free[rest] >= left]
+            if cover.size:  # the last block: the fullest of those covering what is left
+                b = int(cover[np.argmin(free[cover])])
+                take = left
+            else:
+                take = int(free[b])
+            s0 = int(starts[b])
+            parts.append(self._pick(empty, s0, min(s0 + size, hi), take, level - 1))
+            left -= take
+            if left == 0:
+                break
+        return np.concatenate(parts)
+
+
 def _fabric_places(fabric: Any) -> Placer:
     if not isinstance(fabric, Placer):
         raise ConfigError(
@@ -163,3 +255,9 @@ def _fabric_places(fabric: Any) -> Placer:
 PLACERS: Registry[Callable[[Any], Placer]] = Registry("placer")
 PLACERS.register("server", lambda fabric: ServerPlacer(fabric.gpus, fabric.spec.gpus_per_server))
 PLACERS.register("fabric", _fabric_places)
+PLACERS.register(
+    "locality",
+    lambda fabric: LocalityPlacer(
+        fabric.gpus, fabric.spec.gpus_per_server, levels=fabric.placement_levels
+    ),
+)
