@@ -88,10 +88,19 @@ def test_other_errors_name_field_and_allowed_values(tmp_path: Path) -> None:
     assert "not valid TOML" in error_of(tmp_path, "gpus = \n")
 
 
+def test_an_experiment_file_names_what_it_runs(tmp_path: Path) -> None:
+    for text in ("", 'name = "x"\ngpus = 512\n'):
+        msg = error_of(tmp_path, text)
+        assert "names the architectures it runs" in msg and "default.toml" in msg
+
+
 def test_defaults_and_relative_trace_file(tmp_path: Path) -> None:
     (tmp_path / "traces").mkdir()
-    exp = load(tmp_path, 'name = "x"\ngpus = 512\n[trace]\nfile = "traces/t.csv"\n')
-    assert exp.architectures == list(PRESETS)
+    exp = load(
+        tmp_path,
+        'name = "x"\ngpus = 512\narchitectures = ["best"]\n[trace]\nfile = "traces/t.csv"\n',
+    )
+    assert exp.architectures == ["best"]
     assert exp.output_dir() == Path("results/x")
     assert exp.trace.file == str((tmp_path / "traces" / "t.csv").resolve())
     run = expand(exp)[0]

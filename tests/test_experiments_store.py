@@ -166,3 +166,45 @@ def test_index_keeps_extra_summary_scalars(tmp_path: Path, result: SimResult) ->
     assert idx.loc[0, "restarts"] == 3 and idx.loc[0, "lost_s"] == 12.5
     assert "note" not in idx.columns and "eps" in idx.columns  # eps: the config's
     assert list(idx.columns)[-1] == "wall_s"
+
+
+def test_a_damaged_run_is_detected_and_only_it_is_run_again(tmp_path: Path) -> None:
+    """Checksums recorded at write time catch a truncated data file; `lumos report` refuses
+    the store with a clear message; `lumos run` reruns the damaged run only."""
+    import contextlib
+    import io
+
+    from lumoscore.cli import main
+
+    exp = tmp_path / "e.toml"
+    exp.write_text('name = "e"\ngpus = 256\narchitectures = ["best", "clos-51.2T-3tier"]\n'
+                   "[trace]\njobs = 6\n")  # fmt: skip
+    out = tmp_path / "out"
+
+    def lumos(*argv: str) -> tuple[int, str]:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            try:
+                main(list(argv))
+                code = 0
+            except SystemExit as exc:
+                code = int(exc.code or 0)
+        return code, err.getvalue()
+
+    assert lumos("run", str(exp), "--out", str(out), "--workers", "1")[0] == 0
+    store = ResultStore(out)
+    keys = store.keys()
+    assert len(keys) == 2 and not store.damaged()
+    victim, other = keys
+    (store.run_dir(victim) / "jobs.parquet").write_bytes(b"")  # truncated to 0 bytes
+    other_before = (store.run_dir(other) / "run.json").read_bytes()
+    assert store.damaged() == {victim: "jobs.parquet does not match its checksum"}
+
+    code, err = lumos("report", str(out))
+    assert code == 2 and "1 damaged run(s)" in err and victim in err and len(err.splitlines()) == 1
+
+    code, err = lumos("run", str(exp), "--out", str(out), "--workers", "1")
+    assert code == 0 and f"stored run {victim}" in err and "damaged" in err
+    assert not store.damaged()
+    assert (store.run_dir(other) / "run.json").read_bytes() == other_before  # untouched
+    assert len(pd.read_parquet(store.run_dir(victim) / "jobs.parquet")) == 6

@@ -115,3 +115,26 @@ def test_cli_json(store_dir: Path, tmp_path: Path) -> None:
     assert all(Path(p).is_file() for p in doc["paths"].values())
     res = CliRunner().invoke(build_app(), ["report", str(store_dir), "--out", str(out)])
     assert res.exit_code == 0 and "report.html" in res.stdout
+
+
+def test_identical_runs_give_byte_identical_reports(tmp_path: Path) -> None:
+    """Two identical `lumos run` invocations (fresh stores): report.html, the summaries and the
+    figures are byte-identical; wall-clock times live in timings.csv only."""
+    from lumoscore.cli import main
+
+    exp = tmp_path / "e.toml"
+    exp.write_text(
+        'name = "e"\ngpus = 256\narchitectures = ["best", "clos-51.2T-3tier"]\n[trace]\njobs = 12\n'
+    )
+    outs = [tmp_path / "a", tmp_path / "b"]
+    for out in outs:
+        with pytest.raises(SystemExit) as info:
+            main(["run", str(exp), "--out", str(out), "--workers", "1"])
+        assert info.value.code in (0, None)
+    same = ["summary.csv", *(f"report/{p.name}" for p in (outs[0] / "report").iterdir())]
+    same = [p for p in same if not p.endswith("timings.csv")]
+    assert "report/report.html" in same and "report/summary.csv" in same
+    for rel in same:
+        assert (outs[0] / rel).read_bytes() == (outs[1] / rel).read_bytes(), rel
+    timings = (outs[0] / "report" / "timings.csv").read_text()
+    assert "wall_s" in timings and "wall_s" not in (outs[0] / "report/report.html").read_text()

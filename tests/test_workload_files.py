@@ -24,7 +24,7 @@ from lumoscore.workload import (
 )
 from lumoscore.workload.job import ExposedShares
 from lumoscore.workload.trace import REQUIRED_COLUMNS, TRACE_COLUMNS
-from lumoscore.workload.tracefile import CSV_META_PREFIX
+from lumoscore.workload.tracefile import CSV_META_PREFIX, meta_path
 
 
 @pytest.fixture(scope="module")
@@ -65,13 +65,26 @@ def test_round_trip_deadlines_custom_shares_unknown_model(tmp_path: Path, suffix
 
 
 def test_csv_is_plain_and_documented(tmp_path: Path, trace: Trace) -> None:
+    import polars as pl
+
     path = write_trace(trace, tmp_path / "t.csv")
     lines = path.read_text().splitlines()
-    assert lines[0].startswith(CSV_META_PREFIX)
-    assert lines[1].split(",") == list(TRACE_COLUMNS)
-    # Readable by plain pandas with comment skipping.
-    frame = pd.read_csv(path, comment="#")
+    assert lines[0].split(",") == list(TRACE_COLUMNS)
+    # Plain pandas and polars read it with default arguments into the documented columns.
+    frame = pd.read_csv(path)
     assert list(frame.columns) == list(TRACE_COLUMNS) and len(frame) == len(trace)
+    assert frame["job_id"].tolist() == [j.job_id for j in trace.jobs]
+    pframe = pl.read_csv(path)
+    assert pframe.columns == list(TRACE_COLUMNS) and pframe.height == len(trace)
+    # The metadata is in the sidecar and comes back on reading.
+    assert meta_path(path).is_file() and read_trace(path).meta == trace.meta
+
+
+def test_csv_with_the_old_comment_line_still_loads() -> None:
+    old = Path(__file__).parents[1] / "examples" / "traces" / "lumoscore-paper-50.csv"
+    assert old.read_text().startswith(CSV_META_PREFIX)
+    t = read_trace(old)
+    assert len(t) == 50 and t.meta.preset == "lumoscore-paper" and t.meta.seed == 1
 
 
 def test_minimal_csv_defaults(tmp_path: Path) -> None:
@@ -172,9 +185,9 @@ def test_duplicate_id_and_order(tmp_path: Path, trace: Trace) -> None:
 def test_comment_lines_shift_line_numbers(tmp_path: Path, trace: Trace) -> None:
     path = write_trace(trace, tmp_path / "t.csv")
     lines = path.read_text().splitlines()
-    lines.insert(1, "# a comment")
+    lines.insert(0, "# a comment")
     fields = lines[10].split(",")
-    fields[1] = "-7"  # lines[10] is file line 11: header on line 3, so data row 7
+    fields[1] = "-7"  # lines[10] is file line 11: header on line 2, so data row 9
     lines[10] = ",".join(fields)
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(TraceFormatError, match=r"line 11, column arrival_s"):
@@ -245,6 +258,7 @@ def test_failed_csv_write_leaves_old_file(
 ) -> None:
     target = write_trace(trace, tmp_path / "t.csv")
     before = target.read_bytes()
+    meta_before = meta_path(target).read_bytes()
 
     def broken_to_csv(self, fh, *args, **kwargs):  # type: ignore[no-untyped-def]
         fh.write("job_id,arrival_s\n0,")  # part of the data, then the disk "fails"
@@ -253,8 +267,8 @@ def test_failed_csv_write_leaves_old_file(
     monkeypatch.setattr(pd.DataFrame, "to_csv", broken_to_csv)
     with pytest.raises(OSError, match="disk full"):
         write_trace(generate_trace("tpuv4", 10, seed=1), target)
-    assert target.read_bytes() == before
-    assert _dir_listing(tmp_path) == ["t.csv"]
+    assert target.read_bytes() == before and meta_path(target).read_bytes() == meta_before
+    assert _dir_listing(tmp_path) == ["t.csv", "t.csv.meta.json"]
 
 
 def test_failed_parquet_write_leaves_no_file(

@@ -162,7 +162,7 @@ def test_joblist_sorted_by_arrival_keeps_positions_as_ids() -> None:
          r"entry 1, column arrival_s: must be >= 0"),
         ("[(0, 700, 'Pangu', 8, True, 8, 1, 1, 8)]", r"entry 0, column iterations"),
         ("{'a': 1}", "expected a list of tuples"),
-        ("[(0, 700,\n 'Pangu', 8, 10, 8, 1, 1, 8)", r"line \d+: not a Python literal"),
+        ("[(0, 700,\n 'Pangu', 8, 10, 8, 1, 1, 8)", r"line \d+: not a job list"),
     ],
 )  # fmt: skip
 def test_joblist_errors(text: str, pattern: str) -> None:
@@ -175,7 +175,7 @@ def test_joblist_is_never_evaluated(tmp_path: Path) -> None:
     text = (
         f"[(0, 700, 'Pangu', 8, 10, 8, 1, 1, __import__('pathlib').Path({str(marker)!r}).touch())]"
     )
-    with pytest.raises(TraceFormatError, match="not a Python literal"):
+    with pytest.raises(TraceFormatError, match="not a job list"):
         parse_joblist(text)
     assert not marker.exists()
 

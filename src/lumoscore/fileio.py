@@ -16,7 +16,29 @@ from pathlib import Path
 
 from lumoscore.errors import ConfigError
 
-__all__ = ["atomic_write", "atomic_write_text"]
+__all__ = ["atomic_write", "atomic_write_text", "read_text"]
+
+
+def read_text(path: str | os.PathLike[str], *, what: str) -> str:
+    """The UTF-8 text of ``path``; a file that is not UTF-8 text (e.g. a binary file given by
+    mistake) raises a :class:`~lumoscore.errors.ConfigError` naming it and ``what`` was
+    expected. Other I/O errors propagate as :class:`OSError`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "x.toml"
+    >>> _ = p.write_bytes(b"\\xff\\xfe\\x00")
+    >>> read_text(p, what="a cluster TOML file")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lumoscore.errors.ConfigError: ...x.toml: not a UTF-8 text file (a cluster TOML file expected)
+    """
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not a UTF-8 text file ({what} expected)") from None
 
 
 def _create_temp(directory: Path, name: str) -> Path:

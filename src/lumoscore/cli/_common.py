@@ -15,6 +15,7 @@ import click
 import numpy as np
 import pydantic
 import typer
+from rich.console import Console
 
 from lumoscore.errors import LumosError
 
@@ -85,6 +86,17 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+#: Width of the tables printed when standard output is not a terminal (a pipe or a file):
+#: wide enough that no column is cut.
+PIPE_WIDTH = 400
+
+
+def out_console() -> Console:
+    """The console for a command's results: the terminal's width on a terminal, else
+    :data:`PIPE_WIDTH` columns so that piped tables are whole (not cut at 80)."""
+    return Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH)
+
+
 def emit_json(obj: Any) -> None:
     """Write ``obj`` as indented JSON to stdout."""
     json.dump(to_jsonable(obj), sys.stdout, indent=2)
@@ -102,6 +114,19 @@ def _usage_message(exc: Exception) -> str:
     cmd = getattr(ctx, "command_path", None)
     msg = _first_line(text)
     return f"{cmd}: {msg}" if cmd else msg
+
+
+def _os_message(exc: OSError) -> str:
+    """``FILE: reason`` without the ``[Errno N]`` prefix (e.g. ``out.csv: file exists``).
+
+    Examples
+    --------
+    >>> _os_message(FileExistsError(17, "File exists", "valid.csv"))
+    'valid.csv: file exists'
+    """
+    reason = exc.strerror or _first_line(str(exc))
+    reason = reason[:1].lower() + reason[1:]
+    return f"{exc.filename}: {reason}" if exc.filename is not None else reason
 
 
 def _format_validation_error(exc: pydantic.ValidationError) -> str:
@@ -159,6 +184,8 @@ def run_guarded(call: Callable[[], Any], state: CliState | None = None) -> int:
         return _fail(_usage_message(exc), exc, state)
     except pydantic.ValidationError as exc:
         return _fail(_format_validation_error(exc), exc, state)
-    except (LumosError, OSError) as exc:
+    except LumosError as exc:
         return _fail(_first_line(str(exc)), exc, state)
+    except OSError as exc:
+        return _fail(_os_message(exc), exc, state)
     return int(result) if isinstance(result, int) else 0

@@ -6,7 +6,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json
+from lumoscore.cli._common import JsonOption, emit_json, out_console
 
 __all__ = ["presets", "register"]
 
@@ -27,7 +27,7 @@ def presets(json_out: JsonOption = False) -> None:
         table.add_column(col, no_wrap=col != "description")
     for p in PAPER_PRESETS.values():
         table.add_row(p.name, p.paper, p.kind, p.title)
-    console = Console()
+    console = out_console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 140))
     console.print(table)

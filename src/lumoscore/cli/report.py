@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json
+from lumoscore.cli._common import JsonOption, emit_json, out_console
 
 __all__ = ["register", "report"]
 
@@ -61,7 +61,7 @@ def report(
         table.add_column(str(col), justify="left" if col == "arch" else "right")
     for row in rep.summary[shown].itertuples(index=False, name=None):
         table.add_row(*[str(v) for v in row])
-    console = Console()
+    console = out_console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 160))
     console.print(table)

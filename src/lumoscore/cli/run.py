@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json, to_jsonable
+from lumoscore.cli._common import JsonOption, emit_json, out_console, to_jsonable
 from lumoscore.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -266,6 +266,10 @@ def run(
 
     if scheduler is not None and dask_local is not None:
         raise ConfigError("give at most one of --scheduler and --dask-local")
+    if scheduler is not None:
+        from lumoscore.experiments.runner import check_scheduler_address
+
+        check_scheduler_address(scheduler)
     if preset is not None:
         from lumoscore.experiments.presets import get_preset, preset_experiments, preset_runs
 
@@ -353,7 +357,7 @@ def run(
         )
         return
     title = f"{name}: {len(runs)} runs"
-    console = Console()
+    console = out_console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 160))
     console.print(summary_rows_table(title, summary))
@@ -386,7 +390,7 @@ def _list_runs(name: str, runs: list[Any], store: Any, *, json_out: bool) -> Non
         table.add_row(
             r["key"], *(str(r[c]) for c in shown), str(r["seed"]), "yes" if r["stored"] else "-"
         )
-    console = Console()
+    console = out_console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 160))
     console.print(table)
@@ -425,7 +429,7 @@ def _run_task_preset(
             }
         )
         return
-    console = Console()
+    console = out_console()
     if result.rows and paper.name != "fig7":
         table = Table(title=f"{paper.name} ({paper.paper}): {paper.title}")
         cols = list(result.rows[0])

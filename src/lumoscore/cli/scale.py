@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json
+from lumoscore.cli._common import JsonOption, emit_json, out_console
 from lumoscore.hardware import (
     ARCHITECTURES,
     DEFAULT_CHIPS_TBPS,
@@ -64,7 +63,7 @@ def scale(
     chips = chip or list(DEFAULT_CHIPS_TBPS)
     over = f"clos-3tier-{oversubscription:g}:1"
     archs = [a if a != "clos-3tier-15:1" else over for a in ARCHITECTURES]
-    console = Console()
+    console = out_console()
     if gpus is not None:
         speeds = port or list(STANDARD_PORT_SPEEDS_GBPS)
         rows = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json
+from lumoscore.cli._common import JsonOption, emit_json, out_console
 from lumoscore.errors import ConfigError
 from lumoscore.sim.queueing import QUEUE_POLICIES
 
@@ -65,7 +66,13 @@ def simulate(
         float | None, typer.Option("--load", help="Target workload level, Eq. 9 (with --preset).")
     ] = None,
     routing: Annotated[
-        str | None, typer.Option("--routing", help="Routing policy of the fabric.")
+        str | None,
+        typer.Option(
+            "--routing",
+            help="Routing policy (default: the architecture's). Clos: probing (default), "
+            "ecmp, balanced, source, ideal; LumosCore: planned (default), ecmp, probing, "
+            "ideal; Best: ideal.",
+        ),
     ] = None,
     queue: Annotated[
         str, typer.Option("--queue", help=f"Queue policy: {', '.join(QUEUE_POLICIES)}.")
@@ -95,12 +102,20 @@ def simulate(
         Path | None,
         typer.Option("--out", help="Directory for jobs.parquet/csv, queue.csv, summary.json."),
     ] = None,
+    skip_oversized: Annotated[
+        bool,
+        typer.Option(
+            "--skip-oversized",
+            help="Skip jobs larger than the cluster (warning on stderr, count in the summary) "
+            "instead of stopping with an error.",
+        ),
+    ] = False,
     json_out: JsonOption = False,
 ) -> None:
     """Simulate a job trace on one architecture and print JRT/JWT/JCT statistics."""
     from lumoscore.fabric.presets import make_fabric
     from lumoscore.sim.engine import Simulator, frozen_gc
-    from lumoscore.workload import generate_trace, read_trace
+    from lumoscore.workload import fitting_jobs, generate_trace, read_trace
 
     if (trace is None) == (preset is None):
         raise ConfigError("give exactly one of --trace FILE or --preset NAME")
@@ -114,7 +129,13 @@ def simulate(
     else:
         assert preset is not None
         tr = generate_trace(preset, jobs, seed=seed, cluster_gpus=gpus, beta_s=beta, load=load)
-    job_list = tr.jobs
+    job_list, skipped = fitting_jobs(tr, gpus, skip=skip_oversized)
+    if skipped:
+        shown = ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else "")
+        sys.stderr.write(
+            f"lumos: warning: skipped {len(skipped)} job(s) larger than the cluster's {gpus} "
+            f"GPUs (ids {shown})\n"
+        )
     console = Console(stderr=True)
     with Progress(
         TextColumn(f"[bold]{arch}[/]"),
@@ -147,14 +168,18 @@ def simulate(
         "eps": eps,
         "exposure": exposure,
     }
+    if skipped:
+        result.summary["skipped_oversized"] = len(skipped)
     if out is not None:
         result.write(out, manifest=manifest)
     if json_out:
         emit_json({**result.summary, "arch": arch, "gpus": gpus, "fabric": result.fabric})
         return
-    Console().print(summary_table(f"{len(job_list)} jobs on {gpus} GPUs", [(arch, result.summary)]))
+    out_console().print(
+        summary_table(f"{len(job_list)} jobs on {gpus} GPUs", [(arch, result.summary)])
+    )
     if out is not None:
-        Console().print(f"wrote {out}/jobs.parquet, jobs.csv, queue.csv, summary.json")
+        out_console().print(f"wrote {out}/jobs.parquet, jobs.csv, queue.csv, summary.json")
 
 
 def register(app: typer.Typer) -> None:

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json
+from lumoscore.cli._common import JsonOption, emit_json, out_console
 from lumoscore.errors import ConfigError
 
 __all__ = ["register"]
@@ -36,7 +35,7 @@ def tdm(
         typer.Option("--ilp/--no-ilp", help="Also solve the exact ILP (small instances)."),
     ] = None,
     sweep: Annotated[
-        bool, typer.Option("--sweep", help="Run the [sweep] values (implied by --plot).")
+        bool, typer.Option("--sweep", help="Run the \\[sweep] values (implied by --plot).")
     ] = False,
     plot: Annotated[
         Path | None,
@@ -48,7 +47,9 @@ def tdm(
     from lumoscore.tdm.config import load_config, preset
     from lumoscore.tdm.runner import plot_sweep, run, run_sweep
 
-    if (file is None) == (preset_name is None):
+    if file is None and preset_name is None:
+        raise ConfigError("give a configuration FILE or --preset NAME (paper, small)")
+    if file is not None and preset_name is not None:
         raise ConfigError("give a configuration FILE or --preset NAME (paper, small), not both")
     config = load_config(file) if file is not None else preset(str(preset_name))
     if jobs is not None and config.jobs:
@@ -78,7 +79,7 @@ def tdm(
         }
         emit_json(out)
         return
-    console = Console()
+    console = out_console()
     table = Table(title=f"TDM round ({s.n_jobs} jobs, context {s.context_tokens or 'mixed'})")
     for col in ("stage", "comm. group", "phase", "comm (s)", "compute (s)", "stage (s)", "reconf"):
         table.add_column(col, justify="right")

@@ -7,10 +7,9 @@ from typing import Annotated, Any
 
 import numpy as np
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json
+from lumoscore.cli._common import JsonOption, emit_json, out_console
 from lumoscore.errors import ConfigError
 from lumoscore.toe import SOLVERS, circuit_loss, configure, evaluate, staged_plan
 from lumoscore.toe.io import load_demand, read_config, write_config
@@ -141,7 +140,7 @@ def toe(
         table.add_row(k, v)
     for note in res.notes:
         table.add_row("note", note)
-    Console().print(table)
+    out_console().print(table)
 
 
 def register(app: typer.Typer) -> None:

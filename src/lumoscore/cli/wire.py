@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json, to_jsonable
+from lumoscore.cli._common import JsonOption, emit_json, out_console, to_jsonable
 from lumoscore.errors import ConfigError
 from lumoscore.hardware.optics import check_power_budget, get_transceiver
 from lumoscore.topology import build_wiring, load_cluster
@@ -19,7 +18,7 @@ __all__ = ["register", "wire"]
 
 
 def wire(
-    cluster: Annotated[Path, typer.Argument(help="Cluster TOML file with a [cluster] table.")],
+    cluster: Annotated[Path, typer.Argument(help="Cluster TOML file with a \\[cluster] table.")],
     wiring: Annotated[
         str,
         typer.Option("--wiring", help=f"Physical wiring: {', '.join(WIRING_KINDS)}."),
@@ -68,7 +67,7 @@ def wire(
             {"summary": summary, "power_budget": to_jsonable(budget), "ports": w.to_records()}
         )
         return
-    console = Console()
+    console = out_console()
     circ = "with" if circulators else "without"
     table = Table(title=f"{kind} wiring {circ} circulators: {cluster}", show_header=False)
     table.add_column("item")

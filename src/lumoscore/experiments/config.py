@@ -40,6 +40,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from lumoscore.errors import ConfigError
 from lumoscore.experiments.architectures import PAPER_ARCHITECTURES
 from lumoscore.fabric.presets import architecture, make_fabric
+from lumoscore.fileio import read_text
+from lumoscore.limits import MAX_GPUS, MAX_JOBS
 from lumoscore.registry import Registry
 from lumoscore.sim.failures import FailureModel
 from lumoscore.sim.queueing import QUEUE_POLICIES
@@ -149,7 +151,7 @@ class TraceConfig(BaseModel):
     model_config = _MODEL_CONFIG
 
     preset: str | None = None
-    jobs: int = Field(1000, ge=1)
+    jobs: int = Field(1000, ge=1, le=MAX_JOBS)
     beta_s: float | None = Field(None, gt=0, allow_inf_nan=False)
     load: float | None = Field(None, gt=0, allow_inf_nan=False)
     load_basis: Literal["sample", "expected"] = "sample"
@@ -220,7 +222,7 @@ class RunConfig(BaseModel):
 
     model_config = _MODEL_CONFIG
 
-    gpus: int = Field(4096, ge=8)
+    gpus: int = Field(4096, ge=8, le=MAX_GPUS)
     arch: str = "best"
     trace: TraceConfig = TraceConfig()
     routing: str | None = None
@@ -593,10 +595,17 @@ def load_experiment(path: str | Path) -> ExperimentConfig:
     """
     p = Path(path)
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+        doc = tomllib.loads(read_text(p, what="an experiment TOML file"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
-    return experiment_from_dict(doc, base_dir=p.parent, source=str(p))
+    config = experiment_from_dict(doc, base_dir=p.parent, source=str(p))
+    if "architectures" not in doc:
+        raise ConfigError(
+            f"{p}: an experiment file names the architectures it runs, e.g. "
+            'architectures = ["best", "clos-51.2T-3tier"] (a complete one: '
+            "examples/experiments/default.toml; `lumos run` without a file runs that one)"
+        )
+    return config
 
 
 def experiment_from_dict(

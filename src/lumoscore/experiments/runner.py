@@ -115,7 +115,7 @@ def run_one(run_config: RunConfig, progress: Callable[[int, int], None] | None =
     """
     from lumoscore.fabric.presets import make_fabric
     from lumoscore.sim.engine import Simulator
-    from lumoscore.workload import generate_trace, read_trace
+    from lumoscore.workload import fitting_jobs, generate_trace, read_trace
 
     cfg = run_config
     fabric = make_fabric(
@@ -139,7 +139,8 @@ def run_one(run_config: RunConfig, progress: Callable[[int, int], None] | None =
             load=t.load,
             load_basis=t.load_basis,
         )
-    sim = Simulator(fabric, trace.jobs, progress=progress, **simulator_options(cfg))
+    jobs, _ = fitting_jobs(trace, cfg.gpus)  # a job that can never fit is an input error
+    sim = Simulator(fabric, jobs, progress=progress, **simulator_options(cfg))
     return sim.run()
 
 
@@ -277,6 +278,41 @@ def _local_results(
         pool.shutdown(wait=True)
 
 
+#: Address schemes a Dask scheduler listens on.
+DASK_SCHEMES: tuple[str, ...] = ("tcp", "tls", "ucx", "ws", "wss")
+#: Seconds to wait for a Dask scheduler's first worker before giving up.
+DASK_WORKER_TIMEOUT_S = 60.0
+
+
+def check_scheduler_address(address: str) -> str:
+    """``address`` if it reads as a Dask scheduler address ``SCHEME://HOST:PORT``, else a
+    ConfigError naming the expected form.
+
+    Examples
+    --------
+    >>> check_scheduler_address("tcp://10.0.0.5:8786")
+    'tcp://10.0.0.5:8786'
+    >>> check_scheduler_address("notaurl")
+    Traceback (most recent call last):
+    ...
+    lumoscore.errors.ConfigError: --scheduler 'notaurl': expected SCHEME://HOST:PORT ...
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(address)
+        port = parts.port
+    except ValueError:
+        port = None
+        parts = None
+    if parts is None or parts.scheme not in DASK_SCHEMES or not parts.hostname or port is None:
+        raise ConfigError(
+            f"--scheduler {address!r}: expected SCHEME://HOST:PORT with SCHEME one of "
+            f"{', '.join(DASK_SCHEMES)} (e.g. tcp://10.0.0.5:8786)"
+        )
+    return address
+
+
 @contextlib.contextmanager
 def _dask_results(
     todo: Sequence[tuple[str, RunConfig]],
@@ -293,11 +329,20 @@ def _dask_results(
     with contextlib.ExitStack() as stack:
         if client is None:
             if scheduler is not None:
+                check_scheduler_address(scheduler)
                 try:
                     client = stack.enter_context(Client(scheduler, timeout="20s"))
-                except OSError as exc:
+                except (OSError, ValueError) as exc:
                     raise ConfigError(
-                        f"--scheduler {scheduler}: cannot reach the Dask scheduler: {exc}"
+                        f"--scheduler {scheduler}: cannot reach the Dask scheduler: "
+                        f"{' '.join(str(exc).split())}"
+                    ) from None
+                try:
+                    client.wait_for_workers(1, timeout=DASK_WORKER_TIMEOUT_S)
+                except TimeoutError:
+                    raise ConfigError(
+                        f"--scheduler {scheduler}: no worker joined the scheduler within "
+                        f"{DASK_WORKER_TIMEOUT_S:g} s (start one: dask worker {scheduler})"
                     ) from None
             else:
                 cluster = stack.enter_context(
@@ -387,7 +432,19 @@ def run_sweep(
     if dask_local is not None and dask_local < 1:
         raise ConfigError(f"dask_local={dask_local} must be >= 1")
     keyed = {store.key(cfg): cfg for cfg in runs}
-    todo = [(key, cfg) for key, cfg in keyed.items() if not store.has(key)]
+    todo = []
+    for key, cfg in keyed.items():
+        why = store.damage(key) if store.has(key) else "missing"
+        if why == "missing":
+            todo.append((key, cfg))
+        elif why is not None:  # a damaged run: say so, and compute it again
+            (console or Console(stderr=True)).print(
+                f"lumos: warning: stored run {key} ({cfg.label()}) is damaged ({why}); "
+                "running it again",
+                markup=False,
+                highlight=False,
+            )
+            todo.append((key, cfg))
     # Longest first (a rough estimate) keeps the workers busy to the end; results and the
     # returned index do not depend on the order.
     todo.sort(key=lambda kc: -_cost_estimate(kc[1]))

@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 import lumoscore
 from lumoscore.errors import LumosError
@@ -176,8 +178,52 @@ class ResultStore:
         return self.root / "runs" / key
 
     def has(self, key: str) -> bool:
-        """Whether run ``key`` is complete (its ``run.json`` exists)."""
+        """Whether run ``key`` is complete (its ``run.json`` exists; :meth:`damage` says
+        whether it is intact)."""
         return (self.run_dir(key) / "run.json").is_file()
+
+    def damage(self, key: str) -> str | None:
+        """Why the stored run ``key`` cannot be used (``None``: intact): an unreadable
+        ``run.json``, a missing data file, or one whose SHA-256 differs from the one recorded
+        when it was written (runs stored without checksums: an unreadable Parquet file).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from lumoscore.experiments.runner import run_one
+        >>> cfg = RunConfig(arch="best", gpus=256, trace={"jobs": 3})
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     store = ResultStore(d)
+        ...     key = store.put(store.key(cfg), cfg, run_one(cfg))
+        ...     ok = store.damage(key)
+        ...     _ = (store.run_dir(key) / "jobs.parquet").write_bytes(b"")
+        ...     ok, store.damage(key)
+        (None, 'jobs.parquet does not match its checksum')
+        """
+        d = self.run_dir(key)
+        try:
+            doc = json.loads((d / "run.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return "run.json is missing or unreadable"
+        files = doc.get("files") if isinstance(doc, dict) else None
+        for name in ("jobs.parquet", "queue.parquet"):
+            path = d / name
+            if not path.is_file():
+                return f"{name} is missing"
+            if isinstance(files, dict) and name in files:
+                if hashlib.sha256(path.read_bytes()).hexdigest() != files[name]:
+                    return f"{name} does not match its checksum"
+            else:
+                try:
+                    pq.read_metadata(path)
+                except (OSError, ValueError, pa.ArrowException):
+                    return f"{name} is not a readable Parquet file"
+        return None
+
+    def damaged(self) -> dict[str, str]:
+        """Every complete run that :meth:`damage` finds damaged, with why."""
+        found = {key: self.damage(key) for key in self.keys()}
+        return {key: why for key, why in found.items() if why is not None}
 
     def keys(self) -> list[str]:
         """Keys of every complete run, sorted."""
@@ -196,10 +242,14 @@ class ResultStore:
         """
         d = self.run_dir(key)
         d.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(d / "jobs.parquet", _parquet_bytes(result.jobs))
-        atomic_write_text(d / "queue.parquet", _parquet_bytes(result.queue))
+        files = {}
+        for name, frame in (("jobs.parquet", result.jobs), ("queue.parquet", result.queue)):
+            data = _parquet_bytes(frame)
+            atomic_write_text(d / name, data)
+            files[name] = hashlib.sha256(data).hexdigest()
         doc = {
             "key": key,
+            "files": files,
             "schema": STORE_SCHEMA,
             "lumoscore_version": lumoscore.__version__,
             "config": run_config.model_dump(mode="json"),

@@ -61,6 +61,7 @@ from lumoscore.fabric.best import BestFabric
 from lumoscore.fabric.clos import ClosFabric
 from lumoscore.fabric.lumos import LumosCoreFabric
 from lumoscore.hardware.sizing import STANDARD_PORT_SPEEDS_GBPS, clos_max_gpus, radix
+from lumoscore.limits import check_gpus
 from lumoscore.registry import Registry
 from lumoscore.topology.cluster import ClusterSpec
 
@@ -362,6 +363,8 @@ def make_fabric(
     lumoscore.errors.ConfigError: fabric 'best': routing 'ecmp' does not apply to this fabric; ...
     """
     canonical, arch = architecture(name)
+    if isinstance(gpus, int | np.integer) and not isinstance(gpus, bool):
+        check_gpus(int(gpus))  # before any fabric allocates per-GPU arrays
     _check_options(canonical, arch, options)
     try:
         return arch.build(

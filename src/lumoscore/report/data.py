@@ -95,9 +95,17 @@ def _open(root: Path) -> tuple[pd.DataFrame | None, Any]:
         return _open_files(root)
     store = ResultStore(root)
     try:
+        damaged = store.damaged()
         index = store.index()
     except (FileNotFoundError, OSError):
         return None, None
+    if damaged:
+        shown = "; ".join(f"run {k}: {why}" for k, why in list(damaged.items())[:3])
+        more = f" and {len(damaged) - 3} more" if len(damaged) > 3 else ""
+        raise ConfigError(
+            f"report: {root}: {len(damaged)} damaged run(s) ({shown}{more}); `lumos run` "
+            "with the same experiment and --out recomputes them"
+        )
 
     def read(key: str) -> tuple[Any, Any, Any]:
         return (

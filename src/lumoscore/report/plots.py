@@ -92,6 +92,9 @@ CONTENTION_BINS: tuple[tuple[float, str], ...] = (
     (math.inf, "> 1.5"),
 )
 
+#: What the error bars of the seed-averaged figures are.
+_CI_TEXT = "95% confidence intervals with two or more seeds"
+
 #: Resolution of the report's PNG figures.
 _REPORT_DPI = 110
 #: Formats of the report's figures.
@@ -120,13 +123,24 @@ def arch_order(archs: Sequence[str]) -> list[str]:
     return sorted(uniq, key=lambda a: (a != BASELINE_ARCH, a))
 
 
-def _colors(names: Sequence[str], given: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Colors of ``names``: ``given`` where it has one, else tab10 in order."""
-    from matplotlib import colormaps
+#: The Okabe-Ito palette: eight colours told apart with every common colour-vision deficiency.
+OKABE_ITO: tuple[str, ...] = (
+    "#000000", "#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442",
+)  # fmt: skip
+#: Line styles and markers cycled with the colours, so overlapping curves stay apart in print.
+_LINESTYLES: tuple[str, ...] = ("-", "--", "-.", ":")
+_MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "*")
 
-    cmap = colormaps["tab10"]
-    own = {a: cmap(i % 10) for i, a in enumerate(names)}
+
+def _colors(names: Sequence[str], given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Colors of ``names``: ``given`` where it has one, else the Okabe-Ito palette in order."""
+    own = {a: OKABE_ITO[i % len(OKABE_ITO)] for i, a in enumerate(names)}
     return {a: (given[a] if given and a in given else own[a]) for a in names}
+
+
+def _style(i: int) -> dict[str, Any]:
+    """Line style and marker of the ``i``-th line of a figure."""
+    return {"linestyle": _LINESTYLES[i % len(_LINESTYLES)], "marker": _MARKERS[i % len(_MARKERS)]}
 
 
 def _new_figure(width_in: float = 6.0, height_in: float = 3.8) -> Figure:
@@ -154,13 +168,14 @@ def cdf_figure(
     ax = fig.add_subplot()
     names = list(samples)
     colors = _colors(names, colors)
-    for name in names:
+    for i, name in enumerate(names):
         x = np.asarray(samples[name], dtype=float)
         x = np.sort(x[np.isfinite(x)])
         if not x.size:
             continue
         y = np.arange(1, x.size + 1) / x.size
-        ax.step(np.r_[x[0], x], np.r_[0.0, y], where="post", label=name, color=colors[name])
+        ax.step(np.r_[x[0], x], np.r_[0.0, y], where="post", label=name, color=colors[name],
+                markevery=max(x.size // 6, 1), markersize=4, **_style(i))  # fmt: skip
     if log_x:
         ax.set_xscale("symlog", linthresh=1e-3)
     ax.set_xlabel(xlabel)
@@ -215,7 +230,8 @@ def bar_figure(
         err = np.where(np.isfinite(err), err, 0.0)
         pos = x0 - 0.4 + width * (j + 0.5)
         ax.bar(pos, vals, width, label=name, color=colors[name])
-        ax.errorbar(pos, vals, yerr=err, fmt="none", ecolor="black", capsize=3, linewidth=1)
+        if np.any(err > 0):  # (one seed: no interval to draw)
+            ax.errorbar(pos, vals, yerr=err, fmt="none", ecolor="black", capsize=3, linewidth=1)
     ax.set_xticks(x0)
     ax.set_xticklabels([_metric_label(m) for m in metrics], fontsize=8)
     ax.set_ylabel("seconds" if all(m.endswith("_s") for m in metrics) else "value")
@@ -262,16 +278,12 @@ def sweep_figure(
         xs = xs * 2.0**shift if log_x else xs + shift * span
         ys = part[metric].to_numpy(dtype=float)
         err = _ci(part, metric)
-        ax.errorbar(
-            xs,
-            ys,
-            yerr=np.where(np.isfinite(err), err, 0.0),
-            marker="o",
-            markersize=4,
-            capsize=3,
-            label=name,
-            color=colors[name],
-        )
+        err = np.where(np.isfinite(err), err, 0.0)
+        if np.any(err > 0):
+            ax.errorbar(xs, ys, yerr=err, markersize=4, capsize=3, label=name,
+                        color=colors[name], **_style(j))  # fmt: skip
+        else:  # (one seed: no interval to draw)
+            ax.plot(xs, ys, markersize=4, label=name, color=colors[name], **_style(j))
     if log_x:
         ax.set_xscale("log", base=2)
         ax.set_xticks(values)
@@ -372,9 +384,10 @@ def category_figure(
         ok = np.isfinite(vals)
         pos = x0 - 0.4 + width * (j + 0.5)
         ax.bar(pos[ok], vals[ok], width, label=name, color=colors[name])
-        ax.errorbar(
-            pos[ok], vals[ok], yerr=err[ok], fmt="none", ecolor="black", capsize=3, linewidth=1
-        )
+        if np.any(err[ok] > 0):  # (one seed: no interval to draw)
+            ax.errorbar(
+                pos[ok], vals[ok], yerr=err[ok], fmt="none", ecolor="black", capsize=3, linewidth=1
+            )
     ax.set_xticks(x0)
     ax.set_xticklabels(cats, fontsize=8)
     ax.set_xlabel(_LABELS.get(category, category))
@@ -665,8 +678,8 @@ def build_figures(
             ReportFigure(
                 "jct_bars",
                 "Mean JRT, JWT and JCT per architecture",
-                "Mean over jobs, averaged over seeds; error bars: 95% confidence interval "
-                f"across seeds (Student t). {where}",
+                "Mean over jobs, averaged over seeds; error bars (with two or more seeds): 95% "
+                f"confidence interval across seeds (Student t). {where}",
                 bar_figure(
                     ref_agg,
                     bar_metrics,
@@ -699,7 +712,7 @@ def build_figures(
                 stem,
                 f"Mean JCT against {_LABELS.get(p, p)}",
                 f"{lead}mean JCT ({kind} per architecture) against {_LABELS.get(p, p)}, "
-                f"averaged over seeds with 95% confidence intervals. {others_text}",
+                f"averaged over seeds ({_CI_TEXT}). {others_text}",
                 fig,
             )
         )
@@ -709,8 +722,8 @@ def build_figures(
                     "jrt_vs_gpus",
                     "Mean JRT against cluster size",
                     "Fig. 8(c) (the paper's caption: Avg. JRT under different cluster size): "
-                    "mean JRT per architecture against cluster size, averaged over seeds with "
-                    f"95% confidence intervals. {others_text}",
+                    "mean JRT per architecture against cluster size, averaged over seeds "
+                    f"({_CI_TEXT}). {others_text}",
                     sweep_figure(
                         part, p, "mean_jrt_s", title="Mean JRT against cluster size",
                         colors=palette,

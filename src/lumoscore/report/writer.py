@@ -9,6 +9,7 @@ does both for a result directory.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,11 +156,11 @@ def _markdown(report: Report, figures: Sequence[ReportFigure]) -> str:
         "(Student t). Full precision: `summary.csv` (per parameter combination) and `runs.csv` "
         "(per run).",
         "",
-        markdown_table(report.summary),
+        markdown_table(_without_timings(report.summary)),
         "",
         "Columns:",
         "",
-        *(f"- **{k}**: {v}" for k, v in column_definitions(report.summary.columns).items()),
+        *(f"- **{k}**: {v}" for k, v in _definitions(report).items()),
         "",
     ]
     if figures:
@@ -169,12 +170,37 @@ def _markdown(report: Report, figures: Sequence[ReportFigure]) -> str:
     return "\n".join(lines)
 
 
+#: Columns holding wall-clock times (``wall_s``, ``stats.plans_s`` and their aggregates).
+_TIMING = re.compile(r"(^|\.)(wall_s|plans_s)(_ci95)?$")
+
+
+def _is_timing(name: str) -> bool:
+    """Whether a column holds a wall-clock time.
+
+    Examples
+    --------
+    >>> [_is_timing(c) for c in ("wall_s", "wall_s_ci95", "stats.plans_s", "mean_jct_s")]
+    [True, True, True, False]
+    """
+    return bool(_TIMING.search(name))
+
+
+def _without_timings(table: pd.DataFrame) -> pd.DataFrame:
+    return table[[c for c in table.columns if not _is_timing(str(c))]]
+
+
+def _definitions(report: Report) -> dict[str, str]:
+    """The definitions of the summary table's columns (as shown: without timings)."""
+    return column_definitions(_without_timings(report.summary).columns)
+
+
 def save_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
     """Write the report files into ``out_dir`` (created if missing); return them by name.
 
     Names: ``summary.md``, ``summary.csv``, ``runs.csv``, ``<stem>.png`` and ``<stem>.svg`` for
-    every figure, ``report.html``. Every file is written atomically and is byte-identical for
-    identical runs.
+    every figure, ``report.html`` and ``timings.csv`` (the runs' wall-clock times, kept out of
+    every other file). Every file is written atomically; all but ``timings.csv`` are
+    byte-identical for identical runs.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -187,18 +213,25 @@ def save_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
             out / f"{f.stem}.svg", figure_bytes(f.figure, "svg")
         )
         html_figs.append(HtmlFigure(f.stem, f.title, f.caption, png))
-    paths["summary.csv"] = atomic_write_text(out / "summary.csv", to_csv(report.aggregate))
-    paths["runs.csv"] = atomic_write_text(out / "runs.csv", to_csv(report.runs))
+    # wall-clock times differ between identical runs: they go to timings.csv only, so that
+    # every other file is byte-identical for identical input
+    timing = [c for c in report.runs.columns if _is_timing(str(c))]
+    ids = [c for c in ("key", "arch", "gpus", "seed") if c in report.runs.columns]
+    paths["timings.csv"] = atomic_write_text(out / "timings.csv", to_csv(report.runs[ids + timing]))
+    paths["summary.csv"] = atomic_write_text(
+        out / "summary.csv", to_csv(_without_timings(report.aggregate))
+    )
+    paths["runs.csv"] = atomic_write_text(out / "runs.csv", to_csv(_without_timings(report.runs)))
     paths["summary.md"] = atomic_write_text(
         out / "summary.md", _markdown(report, report.figures) + "\n"
     )
     page = render_html(
         f"LumosCore report: {report.name}",
         report.header,
-        report.summary,
+        _without_timings(report.summary),
         html_figs,
-        extra_tables={"Runs": report.runs},
-        definitions=column_definitions(report.summary.columns),
+        extra_tables={"Runs": _without_timings(report.runs)},
+        definitions=_definitions(report),
     )
     paths["report.html"] = atomic_write_text(out / "report.html", page)
     return paths

@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from lumoscore.errors import ConfigError
+from lumoscore.fileio import read_text
 from lumoscore.tdm.models import LLAMA3, Compute, ModelSpec, Network
 
 __all__ = [
@@ -214,7 +215,7 @@ def load_config(path: Path | str) -> TdmConfig:
     """
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(read_text(path, what="a TDM TOML file"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     return TdmConfig.model_validate(data)

@@ -30,6 +30,7 @@ Examples
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError
-from lumoscore.fileio import atomic_write_text
+from lumoscore.fileio import atomic_write_text, read_text
 from lumoscore.toe.model import CIRCUIT_COLUMNS
 
 __all__ = ["CONFIG_FORMAT", "load_demand", "read_config", "write_config"]
@@ -65,11 +66,15 @@ def load_demand(path: str | Path) -> NDArray[np.int64]:
         if suffix == ".npy":
             arr = np.load(p, allow_pickle=False)
         elif suffix in (".csv", ".txt"):
-            arr = np.loadtxt(p, delimiter=",", comments="#", ndmin=2)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # "input contained no data"
+                arr = np.loadtxt(p, delimiter=",", comments="#", ndmin=2)
         else:
             raise ConfigError(f"{p}: unknown demand format {suffix!r}; allowed: .csv, .npy")
     except ValueError as exc:
         raise ConfigError(f"{p}: cannot read a numeric matrix: {exc}") from None
+    if arr.size == 0:
+        raise ConfigError(f"{p}: no data (a pods x pods matrix expected)")
     if arr.ndim not in (2, 3):
         raise ConfigError(f"{p}: demand must be 2-D (P, P) or 3-D (H, P, P), got {arr.shape}")
     if not np.issubdtype(arr.dtype, np.number):
@@ -111,7 +116,7 @@ def read_config(path: str | Path) -> NDArray[np.int64]:
     """
     p = Path(path)
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        doc = json.loads(read_text(p, what="a JSON file"))
     except FileNotFoundError:
         raise ConfigError(f"{p}: no such configuration file") from None
     except json.JSONDecodeError as exc:

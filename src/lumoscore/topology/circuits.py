@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
-from lumoscore.fileio import atomic_write_text
+from lumoscore.fileio import atomic_write_text, read_text
 from lumoscore.topology.wiring import Wiring
 
 __all__ = [
@@ -356,7 +356,7 @@ def read_circuits(path: str | Path) -> IntArray:
     """Read circuits written by :func:`write_circuits` (``.json`` or CSV) as ``(n, 6)``."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p, what="a circuits file")
     except FileNotFoundError:
         raise ConfigError(f"{p}: no such file") from None
     try:

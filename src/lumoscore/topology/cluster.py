@@ -33,6 +33,7 @@ import pydantic
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import ConfigError
+from lumoscore.fileio import read_text
 from lumoscore.hardware.sizing import radix
 
 __all__ = ["ClusterSpec", "load_cluster"]
@@ -292,7 +293,7 @@ def load_cluster(path: str | Path) -> ClusterSpec:
     """
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text(p, what="a cluster TOML file"))
     except FileNotFoundError:
         raise ConfigError(f"{p}: no such file") from None
     except tomllib.TOMLDecodeError as exc:

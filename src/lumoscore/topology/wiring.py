@@ -69,7 +69,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError
-from lumoscore.fileio import atomic_write_text
+from lumoscore.fileio import atomic_write_text, read_text
 from lumoscore.topology.cluster import ClusterSpec
 
 __all__ = [
@@ -525,7 +525,7 @@ def read_wiring_map(path: str | Path) -> IntArray:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p, what="a wiring file")
     except FileNotFoundError:
         raise ConfigError(f"{p}: no such file") from None
     if p.suffix.lower() == ".json":

@@ -33,7 +33,7 @@ from lumoscore.workload.load import (
     workload_level,
 )
 from lumoscore.workload.presets import PRESETS, Preset, generate_trace, get_preset
-from lumoscore.workload.trace import TRACE_COLUMNS, Trace, TraceMeta
+from lumoscore.workload.trace import TRACE_COLUMNS, Trace, TraceMeta, fitting_jobs
 from lumoscore.workload.tracefile import read_trace, write_trace
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "TraceMeta",
     "arrival_rate_per_s",
     "calibrate_beta",
+    "fitting_jobs",
     "format_joblist",
     "format_results_log",
     "generate_trace",

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from lumoscore.errors import ConfigError
+from lumoscore.fileio import read_text
 from lumoscore.workload.distributions import PAPER_SIZE_MIX, round_down_pow2
 from lumoscore.workload.errors import TraceFormatError
 from lumoscore.workload.presets import MODELS, draw_parallelism
@@ -278,7 +279,15 @@ def parse_joblist(text: str, *, source: str = "job list") -> Trace:
         line = getattr(exc, "lineno", None)
         where = f"line {line}" if line else None
         loc = f"{where}: " if where else ""
-        raise TraceFormatError(f"{source}: {loc}not a Python literal: {exc}", where) from None
+        if isinstance(exc, SyntaxError):
+            why = exc.msg
+        elif isinstance(exc, MemoryError | RecursionError):
+            why = "too large or too deeply nested"
+        else:
+            why = "only literals (numbers, strings, lists, tuples) are allowed"
+        raise TraceFormatError(
+            f"{source}: {loc}not a job list (a Python list of tuples of literals): {why}", where
+        ) from None
     if not isinstance(value, list | tuple):
         raise TraceFormatError(f"{source}: expected a list of tuples, got {type(value).__name__}")
     for i, entry in enumerate(value):
@@ -325,7 +334,7 @@ def read_joblist(path: str | os.PathLike[str]) -> Trace:
     """Read a job-list file (see :func:`parse_joblist`)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p, what="a job list")
     except UnicodeDecodeError as exc:
         raise TraceFormatError(f"{p}: not UTF-8 text: {exc}") from None
     return parse_joblist(text, source=str(p))
@@ -544,4 +553,4 @@ def write_results_log(
 def read_results_log(path: str | os.PathLike[str]) -> ResultsLog:
     """Read a results log (see :meth:`ResultsLog.from_text`)."""
     p = Path(path)
-    return ResultsLog.from_text(p.read_text(encoding="utf-8"), source=str(p))
+    return ResultsLog.from_text(read_text(p, what="a result log"), source=str(p))

@@ -55,6 +55,7 @@ import pandas as pd
 from scipy import special
 
 from lumoscore.errors import ConfigError
+from lumoscore.limits import check_gpus, check_jobs
 from lumoscore.workload.distributions import (
     HELIOS_DURATION,
     PAPER_SIZE_MIX,
@@ -380,6 +381,8 @@ def generate_trace(
         raise ConfigError(f"seed must be an integer >= 0, got {seed!r}")
     if isinstance(cluster_gpus, bool) or not isinstance(cluster_gpus, int | np.integer):
         raise ConfigError(f"cluster_gpus must be an integer >= 8, got {cluster_gpus!r}")
+    check_gpus(int(cluster_gpus), "cluster_gpus")
+    check_jobs(int(n_jobs), "n_jobs")
     if beta_s is not None and load is not None:
         raise ConfigError("give either beta_s (mean inter-arrival time) or load, not both")
     _check_positive("beta_s", beta_s)

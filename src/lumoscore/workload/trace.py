@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from lumoscore.errors import ConfigError
 from lumoscore.workload.errors import TraceFormatError
 from lumoscore.workload.job import COLLECTIVES, MODEL_SHARES, ExposedShares, Job
 
@@ -46,6 +47,7 @@ __all__ = [
     "Trace",
     "TraceMeta",
     "columns_from_frame",
+    "fitting_jobs",
 ]
 
 #: Columns every trace file must have, in file order.
@@ -653,3 +655,38 @@ class Trace:
     def share_pp(self) -> np.ndarray:
         """Exposed pipeline share of an iteration."""
         return self.columns["share_pp"]
+
+
+def fitting_jobs(
+    trace: Trace, cluster_gpus: int, *, skip: bool = False
+) -> tuple[tuple[Job, ...], tuple[int, ...]]:
+    """The trace's jobs that fit a cluster of ``cluster_gpus`` GPUs, and the ids of those
+    that never can (larger than the cluster).
+
+    A job that can never fit is an input error unless ``skip``: a
+    :class:`~lumoscore.errors.ConfigError` naming up to five of them.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = Trace.from_frame(pd.DataFrame({
+    ...     "job_id": [0, 1], "arrival_s": [0.0, 1.0], "gpus": [8, 64], "model": "llama_7b",
+    ...     "tp": 8, "pp": 1, "dp": [1, 8], "ep": 8, "iterations": 1, "duration_s": 10.0}))
+    >>> [j.job_id for j in fitting_jobs(t, 32, skip=True)[0]], fitting_jobs(t, 32, skip=True)[1]
+    ([0], (1,))
+    >>> fitting_jobs(t, 32)
+    Traceback (most recent call last):
+    ...
+    lumoscore.errors.ConfigError: 1 job needs more GPUs than the cluster's 32: job 1 (64 GPUs); ...
+    """
+    jobs = trace.jobs
+    big = [j for j in jobs if j.gpus > cluster_gpus]
+    if big and not skip:
+        shown = ", ".join(f"job {j.job_id} ({j.gpus} GPUs)" for j in big[:5])
+        more = f" and {len(big) - 5} more" if len(big) > 5 else ""
+        noun = "job needs" if len(big) == 1 else "jobs need"
+        raise ConfigError(
+            f"{len(big)} {noun} more GPUs than the cluster's {cluster_gpus}: {shown}{more}; "
+            "use a larger cluster or skip them (lumos simulate --skip-oversized)"
+        )
+    return tuple(j for j in jobs if j.gpus <= cluster_gpus), tuple(j.job_id for j in big)

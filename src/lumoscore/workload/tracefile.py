@@ -5,9 +5,12 @@ arrival order. ``job_id, arrival_s, gpus, model, tp, pp, dp, ep, iterations, dur
 required; ``collective`` (default ``ring``), ``deadline_s`` (empty: none) and
 ``share_dp, share_ep, share_pp`` (empty: the model's shares) are optional.
 
-A CSV file may start with comment lines (``#``); the line
-``# lumoscore-trace {...}`` carries :class:`~lumoscore.workload.trace.TraceMeta` as JSON.
-Parquet files keep the same JSON under the schema metadata key ``lumoscore.trace``.
+A CSV trace is plain CSV (``pandas.read_csv(path)`` and ``polars.read_csv(path)`` read it with
+default arguments); its :class:`~lumoscore.workload.trace.TraceMeta` goes to a JSON sidecar,
+``<name>.csv.meta.json`` (:func:`meta_path`). Files written before the sidecar existed start
+with the comment line ``# lumoscore-trace {...}`` and still load (any ``#`` lines before the
+header are skipped). Parquet files keep the same JSON under the schema metadata key
+``lumoscore.trace``.
 
 Reading validates everything (:func:`~lumoscore.workload.trace.columns_from_frame`); errors
 are :class:`~lumoscore.workload.errors.TraceFormatError` naming the CSV line number (the
@@ -41,6 +44,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lumoscore.fileio import atomic_write as _atomic_write
+from lumoscore.fileio import read_text
 from lumoscore.workload.errors import TraceFormatError
 from lumoscore.workload.trace import TRACE_COLUMNS, Trace, TraceMeta
 
@@ -58,6 +62,8 @@ __all__ = [
 TRACE_FORMATS: dict[str, str] = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 #: Start of the CSV comment line holding the metadata JSON.
 CSV_META_PREFIX = "# lumoscore-trace "
+#: Suffix of a CSV trace's metadata sidecar: ``trace.csv`` -> ``trace.csv.meta.json``.
+CSV_META_SUFFIX = ".meta.json"
 #: Parquet schema-metadata key holding the metadata JSON.
 PARQUET_META_KEY = b"lumoscore.trace"
 
@@ -107,7 +113,6 @@ def write_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
 
     def write_csv(tmp: Path) -> None:
         with tmp.open("w", newline="", encoding="utf-8") as fh:
-            fh.write(CSV_META_PREFIX + meta_json + "\n")
             frame.to_csv(fh, index=False, na_rep="", lineterminator="\n")
 
     def write_parquet(tmp: Path) -> None:
@@ -116,7 +121,32 @@ def write_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
         metadata[PARQUET_META_KEY] = meta_json.encode()
         pq.write_table(table.replace_schema_metadata(metadata), tmp)
 
-    return atomic_write(path, write_csv if fmt == "csv" else write_parquet)
+    if fmt != "csv":
+        return atomic_write(path, write_parquet)
+    # plain CSV and its metadata sidecar: both complete before either replaces its target
+    sidecar = meta_path(path)
+    if not sidecar.parent.is_dir():
+        return atomic_write(path, write_csv)  # (raises, naming the missing folder)
+    staged = sidecar.with_name(f".{sidecar.name}.{os.getpid()}.staged")
+    try:
+        staged.write_text(meta_json + "\n", encoding="utf-8")
+        written = atomic_write(path, write_csv)
+        os.replace(staged, sidecar)
+    finally:
+        staged.unlink(missing_ok=True)
+    return written
+
+
+def meta_path(path: str | os.PathLike[str]) -> Path:
+    """The metadata sidecar of a CSV trace file.
+
+    Examples
+    --------
+    >>> meta_path("runs/trace.csv").as_posix()
+    'runs/trace.csv.meta.json'
+    """
+    p = Path(path)
+    return p.with_name(p.name + CSV_META_SUFFIX)
 
 
 def _parse_meta(text: str, source: str, where: str) -> TraceMeta:
@@ -130,9 +160,21 @@ def _parse_meta(text: str, source: str, where: str) -> TraceMeta:
 
 
 def _read_csv(path: Path) -> Trace:
+    try:
+        return _read_csv_text(path)
+    except UnicodeDecodeError:
+        raise TraceFormatError(
+            f"{path}: not a UTF-8 text file (a trace CSV expected)", "encoding"
+        ) from None
+
+
+def _read_csv_text(path: Path) -> Trace:
     source = str(path)
     comments = 0
     meta = TraceMeta()
+    sidecar = meta_path(path)
+    if sidecar.is_file():
+        meta = _parse_meta(read_text(sidecar, what="trace metadata JSON"), str(sidecar), "file")
     with path.open(encoding="utf-8", newline="") as fh:
         for line in fh:
             if not line.startswith("#"):
@@ -198,4 +240,7 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     fmt = trace_format(p)
     if not p.is_file():
         raise FileNotFoundError(f"{p}: no such trace file")
-    return _read_csv(p) if fmt == "csv" else _read_parquet(p)
+    trace = _read_csv(p) if fmt == "csv" else _read_parquet(p)
+    if not len(trace):
+        raise TraceFormatError(f"{p}: no jobs (the file has the header only)", "rows")
+    return trace

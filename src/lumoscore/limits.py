@@ -1,0 +1,44 @@
+"""Size limits checked before anything is allocated.
+
+A request beyond them is an input error (``ConfigError`` naming the limit), not an attempt to
+allocate tens of gigabytes: a fat-fingered ``--gpus 1000000000`` must fail in a millisecond
+with a message, never after minutes of swapping or with an out-of-memory kill.
+"""
+
+from __future__ import annotations
+
+from lumoscore.errors import ConfigError
+
+__all__ = ["MAX_GPUS", "MAX_JOBS", "check_gpus", "check_jobs"]
+
+#: Largest cluster the simulator and the fabrics accept: 2^20 GPUs, eight times the largest
+#: LumosCore build of the paper's Table 1 (131k GPUs at tau = 1).
+MAX_GPUS = 1 << 20
+#: Most jobs a generated trace may have (a trace of 10^6 jobs takes about 0.3 GB).
+MAX_JOBS = 1_000_000
+
+
+def check_gpus(gpus: int, name: str = "gpus") -> int:
+    """``gpus`` if it is an integer in ``[1, MAX_GPUS]``, else a ConfigError naming ``name``.
+
+    Examples
+    --------
+    >>> check_gpus(4096)
+    4096
+    >>> check_gpus(10**9)
+    Traceback (most recent call last):
+    ...
+    lumoscore.errors.ConfigError: gpus=1000000000 is above the limit of 1048576 GPUs (MAX_GPUS)
+    """
+    if isinstance(gpus, bool) or not isinstance(gpus, int):
+        raise ConfigError(f"{name} must be an integer, got {gpus!r}")
+    if gpus > MAX_GPUS:
+        raise ConfigError(f"{name}={gpus} is above the limit of {MAX_GPUS} GPUs (MAX_GPUS)")
+    return gpus
+
+
+def check_jobs(jobs: int, name: str = "jobs") -> int:
+    """``jobs`` if it is at most ``MAX_JOBS``, else a ConfigError naming ``name``."""
+    if jobs > MAX_JOBS:
+        raise ConfigError(f"{name}={jobs} is above the limit of {MAX_JOBS} jobs (MAX_JOBS)")
+    return jobs

@@ -1,0 +1,174 @@
+"""Bad input never gives a traceback: one line on stderr, exit 2, no file left behind.
+
+Every parser gets random bytes and mutated valid files (hypothesis); the listed cases of
+absurd sizes, malformed addresses, empty inputs and I/O errors get their own checks. All run
+in-process through ``lumoscore.cli.main``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lumoscore.cli import main
+from lumoscore.limits import MAX_GPUS, MAX_JOBS
+
+#: (file suffix, command before the file argument, options after it)
+PARSERS: list[tuple[str, list[str], list[str]]] = [
+    (".csv", ["trace", "stats"], []),
+    (".parquet", ["trace", "stats"], []),
+    (".csv", ["simulate", "--arch", "best", "--gpus", "64", "--trace"], []),
+    (".toml", ["wire"], []),
+    (".toml", ["toe"], []),
+    (".csv", ["toe", "CLUSTER"], []),
+    (".npy", ["toe", "CLUSTER"], []),
+    (".toml", ["run"], ["--dry-run"]),
+    (".toml", ["tdm"], []),
+    (".txt", ["trace", "import"], ["--format", "helios", "--out", "OUT.csv"]),
+    (".txt", ["trace", "import"], ["--format", "joblist", "--out", "OUT.csv"]),
+]
+
+VALID = {
+    ".csv": "job_id,arrival_s,gpus,model,tp,pp,dp,ep,iterations,duration_s\n"
+    "0,0.0,16,llama_7b,8,1,2,8,10,100.0\n",
+    ".toml": 'gpus = 64\narchitectures = ["best"]\n[trace]\njobs = 3\n',
+    ".txt": "[(0.0, 100.0, 'llama_7b', 16, 10, 8, 1, 2, 8)]\n",
+    ".parquet": "",
+    ".npy": "",
+}
+
+CLUSTER = Path(__file__).parents[1] / "examples" / "cluster-small.toml"
+
+
+def _args(head: list[str], f: Path, tail: list[str], folder: Path) -> list[str]:
+    """The command line: placeholders replaced (a valid cluster, an output in ``folder``)."""
+    head = [str(CLUSTER) if a == "CLUSTER" else a for a in head]
+    tail = [str(folder / a) if a == "OUT.csv" else a for a in tail]
+    return [*head, str(f), *tail]
+
+
+def invoke(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_one_line_error(code: int, err: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("lumos: error: "), err
+    for leak in ("Traceback", "Errno", " object at 0x", "Warning"):
+        assert leak not in err, err
+
+
+def files_in(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.binary(min_size=1, max_size=300), which=st.integers(0, len(PARSERS) - 1))
+def test_random_bytes_get_one_line(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, which: int
+) -> None:
+    folder = tmp_path_factory.mktemp("fuzz")
+    suffix, head, tail = PARSERS[which]
+    f = folder / f"input{suffix}"
+    f.write_bytes(data)
+    code, _, err = invoke(_args(head, f, tail, folder))
+    if code == 0:  # (random bytes that happen to be a valid input are fine)
+        return
+    assert_one_line_error(code, err)
+    assert files_in(folder) == {f.name}  # nothing half written
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    which=st.sampled_from([i for i, p in enumerate(PARSERS) if p[0] not in (".parquet", ".npy")]),
+    cut=st.integers(0, 200),
+    junk=st.sampled_from(["", "\x00", "9" * 40, "-1e308", "nan", "[", "\ufffd", ",,,,"]),
+)
+def test_mutated_valid_files_get_one_line_or_a_result(
+    tmp_path_factory: pytest.TempPathFactory, which: int, cut: int, junk: str
+) -> None:
+    folder = tmp_path_factory.mktemp("mut")
+    suffix, head, tail = PARSERS[which]
+    text = VALID[suffix]
+    cut = min(cut, len(text))
+    f = folder / f"input{suffix}"
+    f.write_text(text[:cut] + junk + text[cut:], encoding="utf-8")
+    code, _, err = invoke(_args(head, f, tail, folder))
+    if code != 0:
+        assert_one_line_error(code, err)
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["simulate", "--gpus", "1000000000", "--preset", "lumoscore-paper"], f"{MAX_GPUS} GPUs"),
+        (["run", "--gpus", "1000000000", "--dry-run"], str(MAX_GPUS)),
+        (["trace", "generate", "--jobs", "1000000000", "--out", "t.csv"], f"{MAX_JOBS} jobs"),
+        (["run", "--scheduler", "notaurl", "--jobs", "5"], "SCHEME://HOST:PORT"),
+        (["run", "--scheduler", "tcp://host", "--jobs", "5"], "SCHEME://HOST:PORT"),
+        (["tdm"], "give a configuration FILE or --preset NAME"),
+    ],
+)
+def test_listed_cases_get_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], needle: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = invoke(argv)
+    assert_one_line_error(code, err)
+    assert needle in err
+    assert not files_in(tmp_path)  # no experiment.json, no results folder, no trace
+    if argv == ["tdm"]:
+        assert "not both" not in err
+
+
+def test_empty_inputs_are_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "header.csv").write_text(VALID[".csv"].splitlines()[0] + "\n")
+    code, _, err = invoke(["simulate", "--arch", "best", "--gpus", "64", "--trace", "header.csv"])
+    assert_one_line_error(code, err)
+    assert "no jobs" in err
+    (tmp_path / "empty.toml").write_text("")
+    code, _, err = invoke(["run", "empty.toml"])
+    assert_one_line_error(code, err)
+    assert "names the architectures it runs" in err
+    assert files_in(tmp_path) == {"header.csv", "empty.toml"}
+
+
+def test_os_errors_name_the_file_without_errno(tmp_path: Path) -> None:
+    folder = tmp_path / "a-folder.csv"
+    folder.mkdir()
+    code, _, err = invoke(["trace", "stats", str(folder)])
+    assert_one_line_error(code, err)
+    assert str(folder) in err
+
+
+def test_a_job_that_can_never_fit_is_an_error_or_skipped_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    rows = VALID[".csv"] + "1,1.0,128,llama_7b,8,1,16,8,10,100.0\n"
+    (tmp_path / "big.csv").write_text(rows)
+    argv = ["simulate", "--arch", "best", "--gpus", "64", "--trace", "big.csv"]
+    code, _, err = invoke(argv)
+    assert_one_line_error(code, err)
+    assert "job 1 (128 GPUs)" in err and "--skip-oversized" in err
+    code, out, err = invoke([*argv, "--skip-oversized", "--json"])
+    assert code == 0 and err.startswith("lumos: warning: skipped 1 job(s)")
+    assert '"skipped_oversized": 1' in out and '"jobs": 1' in out

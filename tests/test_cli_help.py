@@ -1,0 +1,35 @@
+"""Help texts: literal brackets survive, choice options list their values."""
+
+from __future__ import annotations
+
+import re
+
+from typer.testing import CliRunner
+
+from lumoscore.cli import build_app
+from lumoscore.fabric import ClosFabric, LumosCoreFabric
+
+runner = CliRunner()
+
+
+def help_text(*cmd: str) -> str:
+    res = runner.invoke(build_app(), [*cmd, "--help"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    return " ".join(res.output.split())
+
+
+def test_literal_brackets_are_shown() -> None:
+    assert "with a [cluster] table" in help_text("wire")
+    assert "with a [cluster] table" in help_text("toe")
+    assert "Run the [sweep] values" in help_text("tdm")
+
+
+def test_routing_help_lists_every_routing() -> None:
+    text = help_text("simulate")
+    clos = re.search(r"Clos: ([^;]+);", text)
+    lumos = re.search(r"LumosCore: ([^;]+);", text)
+    assert clos and lumos
+    for name in ClosFabric.routings:
+        assert name in clos.group(1)
+    for name in LumosCoreFabric.routings:
+        assert name in lumos.group(1)
