@@ -31,6 +31,9 @@ PARSERS: list[tuple[str, list[str], list[str]]] = [
     (".toml", ["tdm"], []),
     (".txt", ["trace", "import"], ["--format", "helios", "--out", "OUT.csv"]),
     (".txt", ["trace", "import"], ["--format", "joblist", "--out", "OUT.csv"]),
+    (".csv", ["trace", "import"], ["--format", "alibaba-2020", "--out", "OUT.csv"]),
+    (".csv", ["trace", "import"], ["--format", "alibaba-2023", "--out", "OUT.csv"]),
+    (".json", ["trace", "import"], ["--format", "philly", "--out", "OUT.csv"]),
 ]
 
 VALID = {
@@ -40,6 +43,9 @@ VALID = {
     ".txt": "[(0.0, 100.0, 'llama_7b', 16, 10, 8, 1, 2, 8)]\n",
     ".parquet": "",
     ".npy": "",
+    ".json": '[{"jobid": "a", "status": "Pass", "submitted_time": "2017-10-03 00:00:00", '
+    '"attempts": [{"start_time": "2017-10-03 00:10:00", "end_time": "2017-10-03 02:10:00", '
+    '"detail": [{"ip": "m1", "gpus": ["g0", "g1"]}]}]}]',
 }
 
 CLUSTER = Path(__file__).parents[1] / "examples" / "cluster-small.toml"
@@ -76,7 +82,7 @@ def files_in(folder: Path) -> set[str]:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=160, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.binary(min_size=1, max_size=300), which=st.integers(0, len(PARSERS) - 1))
 def test_random_bytes_get_one_line(
@@ -94,7 +100,7 @@ def test_random_bytes_get_one_line(
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=160, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     which=st.sampled_from([i for i, p in enumerate(PARSERS) if p[0] not in (".parquet", ".npy")]),

@@ -57,7 +57,7 @@ def test_scale_table_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     png = tmp_path / "fig7.png"
     code, out, _ = run(["scale", "--plot", str(png)], capsys)
     assert code == 0
-    assert "131.07k" in out and "lumoscore" in out
+    assert "131.1k" in out and "lumoscore" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     svg = tmp_path / "fig7.svg"
     assert run(["scale", "--plot", str(svg), "--json"], capsys)[0] == 0

@@ -23,7 +23,16 @@ __all__ = ["register"]
 
 
 def _fmt_k(n: int) -> str:
-    return f"{n / 1000:.2f}k"
+    """A GPU count for the table: exact below 10,000, else thousands with a ``k``.
+
+    Examples
+    --------
+    >>> [_fmt_k(n) for n in (32, 8192, 65536, 4194304)]
+    ['32', '8,192', '65.5k', '4,194k']
+    """
+    if n < 10_000:
+        return f"{n:,}"
+    return f"{n / 1000:.1f}k" if n < 1_000_000 else f"{n / 1000:,.0f}k"
 
 
 def scale(

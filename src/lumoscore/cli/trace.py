@@ -9,6 +9,7 @@ Examples
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -31,7 +32,7 @@ from lumoscore.workload.tracefile import read_trace, trace_format, write_trace
 __all__ = ["IMPORT_FORMATS", "register", "trace_app"]
 
 #: Input formats of ``lumos trace import``.
-IMPORT_FORMATS: tuple[str, ...] = ("helios", "joblist")
+IMPORT_FORMATS: tuple[str, ...] = ("helios", "joblist", "alibaba-2020", "alibaba-2023", "philly")
 #: Output formats of ``lumos trace export`` (besides .csv/.parquet trace files).
 EXPORT_FORMATS: tuple[str, ...] = ("joblist",)
 
@@ -144,17 +145,23 @@ def import_(
     out: Annotated[Path, typer.Option("--out", help="Output file (.csv or .parquet).")],
     states: Annotated[
         str,
-        typer.Option("--states", help="helios: comma-separated states to keep ('' keeps all)."),
+        typer.Option(
+            "--states", help="Cluster logs: comma-separated states to keep ('' keeps all)."
+        ),
     ] = "COMPLETED",
     min_duration: Annotated[
-        float, typer.Option("--min-duration", help="helios: keep jobs longer than this (s).")
+        float, typer.Option("--min-duration", help="Cluster logs: keep jobs longer than this (s).")
     ] = 600.0,
     size_mapping: Annotated[
         str,
-        typer.Option("--size-mapping", help=f"helios: GPU mapping: {', '.join(SIZE_MAPPINGS)}."),
+        typer.Option(
+            "--size-mapping", help=f"Cluster logs: GPU mapping: {', '.join(SIZE_MAPPINGS)}."
+        ),
     ] = "pow2",
-    max_gpus: Annotated[int, typer.Option("--max-gpus", help="helios: size cap.")] = 2048,
-    seed: Annotated[int, typer.Option("--seed", help="helios: seed of model/PP/EP draws.")] = 0,
+    max_gpus: Annotated[int, typer.Option("--max-gpus", help="Cluster logs: size cap.")] = 2048,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Cluster logs: seed of model/PP/EP draws.")
+    ] = 0,
     gpus: Annotated[
         int | None, typer.Option("--gpus", help="Cluster GPUs recorded in the trace.")
     ] = None,
@@ -164,16 +171,23 @@ def import_(
     ] = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Import a Helios/Acme cluster log or a research-code job list."""
+    """Import a cluster trace: Helios/Acme, a research-code job list, Alibaba PAI 2020
+    (pai_task_table.csv), Alibaba GPU 2023 (openb_pod_list_*.csv) or Microsoft Philly
+    (cluster_job_log)."""
     _choice("--format", fmt, IMPORT_FORMATS)
     trace_format(out)
     if load is not None and gpus is None:
         raise ConfigError("--load needs --gpus (the cluster size the level refers to)")
     if not file.is_file():
         raise FileNotFoundError(f"{file}: no such file")
-    if fmt == "helios":
+    if fmt == "joblist":
+        trace = read_joblist(file)
+    else:
+        from lumoscore.workload.public_traces import import_public
+
         keep = [s.strip() for s in states.split(",") if s.strip()] or None
-        trace = import_helios(
+        load_log = import_helios if fmt == "helios" else partial(import_public, fmt=fmt)
+        trace = load_log(
             file,
             states=keep,
             min_duration_s=min_duration,
@@ -181,8 +195,6 @@ def import_(
             max_gpus=gpus if gpus is not None and gpus < max_gpus else max_gpus,
             seed=seed,
         )
-    else:
-        trace = read_joblist(file)
     if gpus is not None:
         old = trace.meta
         trace = Trace(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-__all__ = ["HtmlFigure", "render_html"]
+__all__ = ["SUMMARY_WIDTH", "HtmlFigure", "render_html", "split_columns"]
 
 _CSS = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -38,6 +38,30 @@ class HtmlFigure:
     title: str
     caption: str
     png: bytes
+
+
+#: Most metric columns of one summary table: wider summaries are split into several tables,
+#: each repeating the identifying columns, so that each fits a 1400-pixel page.
+SUMMARY_WIDTH = 8
+
+
+def split_columns(table: pd.DataFrame, width: int) -> list[pd.DataFrame]:
+    """``table`` as tables of at most ``width`` metric columns each, every one starting with
+    the identifying columns (the leading text columns up to and including ``seeds``, or the
+    first column).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"arch": ["a"], "seeds": ["1"], **{f"m{i}": ["1"] for i in range(5)}})
+    >>> [list(p.columns) for p in split_columns(t, 3)]
+    [['arch', 'seeds', 'm0', 'm1', 'm2'], ['arch', 'seeds', 'm3', 'm4']]
+    """
+    cols = list(table.columns)
+    ids = cols[: cols.index("seeds") + 1] if "seeds" in cols else cols[:1]
+    rest = [c for c in cols if c not in ids]
+    if len(rest) <= width:
+        return [table]
+    return [table[ids + rest[i : i + width]] for i in range(0, len(rest), width)]
 
 
 def _table_html(table: pd.DataFrame) -> str:
@@ -78,7 +102,9 @@ def render_html(
     ]
     for k, v in header.items():
         parts.append(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>")
-    parts += ["</dl>", "<h2>Summary</h2>", '<div class="scroll">', _table_html(summary), "</div>"]
+    parts += ["</dl>", "<h2>Summary</h2>"]
+    for part in split_columns(summary, SUMMARY_WIDTH):
+        parts += ['<div class="scroll">', _table_html(part), "</div>"]
     if definitions:
         parts.append('<details open><summary>Columns</summary><dl class="columns">')
         parts += [f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in definitions.items()]

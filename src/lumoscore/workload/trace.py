@@ -188,6 +188,10 @@ def _str_column(raw: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return text, empty
 
 
+#: Largest value of an integer column (every integer up to it is exact in a float).
+MAX_INT = 2**53
+
+
 def columns_from_frame(
     frame: pd.DataFrame,
     *,
@@ -262,7 +266,15 @@ def columns_from_frame(
         low = 0 if col == "job_id" else 1
         bad = _first(values < low)
         if bad is not None:
-            raise _fail(source, place(bad), col, f"must be >= {low}, got {int(values[bad])}")
+            raise _fail(source, place(bad), col, f"must be >= {low}, got {_show(values[bad])}")
+        bad = _first(values > MAX_INT)
+        if bad is not None:  # (beyond it a float no longer holds every integer exactly)
+            raise _fail(
+                source,
+                place(bad),
+                col,
+                f"must be at most {MAX_INT} (2^53), got {_show(values[bad])}",
+            )
         out[col] = values.astype(np.int64)
 
     for col in ("arrival_s", "duration_s"):
