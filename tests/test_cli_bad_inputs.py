@@ -130,6 +130,15 @@ def test_mutated_valid_files_get_one_line_or_a_result(
         (["run", "--scheduler", "notaurl", "--jobs", "5"], "SCHEME://HOST:PORT"),
         (["run", "--scheduler", "tcp://host", "--jobs", "5"], "SCHEME://HOST:PORT"),
         (["tdm"], "give a configuration FILE or --preset NAME"),
+        (["report", "."], "no finished runs"),
+        (["trace", "export", "nope.csv", "--out", "x.txt"], "no such trace file"),
+        (["trace", "generate", "--preset", "nope", "--jobs", "3", "--out", "t.csv"], "allowed"),
+        (["scale", "--gpus", "0"], "--gpus"),
+        (["presets", "--nope"], "No such option"),
+        (["simulate", "--arch", "torus", "--preset", "lumoscore-paper"], "unknown fabric"),
+        (["simulate", "--preset", "lumoscore-paper", "--routing", "teleport"], "routing"),
+        (["simulate", "--preset", "lumoscore-paper", "--exposure", "x"], "exposure"),
+        (["run", "--exposure", "x", "--dry-run"], "exposure"),
     ],
 )
 def test_listed_cases_get_one_line(

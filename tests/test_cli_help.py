@@ -33,3 +33,14 @@ def test_routing_help_lists_every_routing() -> None:
         assert name in clos.group(1)
     for name in LumosCoreFabric.routings:
         assert name in lumos.group(1)
+
+
+def test_simulate_help_lists_architectures_and_trace_presets() -> None:
+    from lumoscore.fabric.presets import FABRICS
+    from lumoscore.workload.presets import PRESETS
+
+    text = help_text("simulate")
+    arch = text[text.index("Architecture:") :]
+    assert all(name in arch for name in FABRICS.names())
+    preset = text[text.index("Trace preset to generate") :]
+    assert all(name in preset for name in PRESETS)

@@ -371,7 +371,7 @@ def _list_runs(name: str, runs: list[Any], store: Any, *, json_out: bool) -> Non
     from lumoscore.experiments.store import flatten
 
     rows = [
-        {"key": store.key(r), "stored": store.has(store.key(r)), **flatten(r.model_dump())}
+        {"key": store.key(r), "stored": _intact(store, store.key(r)), **flatten(r.model_dump())}
         for r in runs
     ]
     if json_out:
@@ -458,6 +458,11 @@ def _write_report(out_dir: Path) -> Path | None:
     except ImportError:
         return None
     return Path(write_report(out_dir))
+
+
+def _intact(store: Any, key: str) -> bool:
+    """Whether the store holds run ``key`` complete and undamaged (else it runs again)."""
+    return bool(store.has(key)) and store.damage(key) is None
 
 
 def register(app: typer.Typer) -> None:

@@ -47,14 +47,25 @@ def summary_table(title: str, rows: list[tuple[str, dict[str, float]]]) -> Table
 
 def simulate(
     arch: Annotated[
-        str, typer.Option("--arch", help="Architecture preset (e.g. best, clos-51.2T-3tier).")
+        str,
+        typer.Option(
+            "--arch",
+            help="Architecture: best, clos-51.2T-3tier, clos-25.6T-3tier, clos-25.6T-4tier, "
+            "lumoscore-51.2T-tau2, lumoscore-51.2T-tau1, lumoscore-25.6T-tau1, or a generic "
+            "clos-<chip>T-<n>tier[-<o>:1] / leaf-spine-<chip>T.",
+        ),
     ] = "best",
     gpus: Annotated[int, typer.Option("--gpus", min=8, help="Cluster size in GPUs.")] = 4096,
     trace: Annotated[
         Path | None, typer.Option("--trace", help="Trace file (.csv/.parquet).")
     ] = None,
     preset: Annotated[
-        str | None, typer.Option("--preset", help="Trace preset to generate instead of --trace.")
+        str | None,
+        typer.Option(
+            "--preset",
+            help="Trace preset to generate instead of --trace: lumoscore-published, "
+            "lumoscore-paper, vclos, tpuv4.",
+        ),
     ] = None,
     jobs: Annotated[
         int, typer.Option("--jobs", min=1, help="Jobs to generate (with --preset).")

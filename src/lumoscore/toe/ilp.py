@@ -83,6 +83,10 @@ def _solve(m: cp_model.CpModel, limit_s: float, seed: int | None, workers: int) 
     return s, status
 
 
+#: What :func:`_group` reports for a group proved to have no solution.
+INFEASIBLE = "infeasible"
+
+
 def _group(
     C: IntArray,
     model: PortModel,
@@ -144,6 +148,8 @@ def _group(
     if not full and totals:
         m.maximize(sum(totals))
         s, st = _solve(m, limit_s / 2, seed, workers)
+        if st == cp_model.INFEASIBLE:
+            return None, INFEASIBLE
         if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None, "no solution (time limit)"
         best = round(s.objective_value)
@@ -155,6 +161,8 @@ def _group(
         m.add(sum(totals) >= best)
     m.minimize(sum(obj) if obj else 0)
     s, st = _solve(m, limit_s - (time.perf_counter() - t0), seed, workers)
+    if st == cp_model.INFEASIBLE:
+        return None, INFEASIBLE
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None, "no solution (time limit)"
     if st != cp_model.OPTIMAL:
@@ -188,7 +196,10 @@ def ilp_counts(
     groups : ndarray
         Real group indices.
     time_limit_s : float
-        Limit for all groups together (split evenly over the groups still to solve).
+        Limit for all groups together: the time left is split evenly over the groups still
+        to solve, and a group that found no solution in its share tries again with the time
+        the others left over, so an unsolved instance stops at the limit (tested), not
+        before.
     seed : int, optional
         CP-SAT random seed.
     workers : int
@@ -197,8 +208,9 @@ def ilp_counts(
     Returns
     -------
     IlpOutcome
-        ``status`` is ``"optimal"`` if every group was solved to optimality, else
-        ``"timeout"``; ``counts`` is ``None`` when some group found no solution in time.
+        ``status`` is ``"optimal"`` if every group was solved to optimality, ``"infeasible"``
+        when a group is proved to have no solution, else ``"timeout"``; ``counts`` is
+        ``None`` when some group found no solution.
 
     Examples
     --------
@@ -216,16 +228,31 @@ def ilp_counts(
     notes: list[str] = []
     status = "optimal"
     t0 = time.perf_counter()
-    for h in range(H):
-        left = max(time_limit_s - (time.perf_counter() - t0), 0.01)
-        x, st = _group(C[h], model, h, u[h], left / (H - h), seed, workers)
-        if x is None:
-            notes.append(f"group {groups[h]}: {st}")
+    todo = list(range(H))
+    # Each pass splits the time left evenly over the groups still without a solution; a
+    # group that found none in its share tries again with the time the others left over,
+    # so the whole limit is used before giving up.
+    while todo:
+        unsolved = []
+        for i, h in enumerate(todo):
+            left = time_limit_s - (time.perf_counter() - t0)
+            x, st = _group(C[h], model, h, u[h], max(left, 0.01) / (len(todo) - i), seed, workers)
+            if x is None and st == INFEASIBLE:  # (proved: more time would not help)
+                notes.append(f"group {groups[h]}: {st}")
+                return IlpOutcome(None, "infeasible", tuple(notes))
+            if x is None:
+                unsolved.append(h)
+                continue
+            if st != "optimal":
+                status = "timeout"
+                notes.append(f"group {groups[h]}: time limit reached, best solution kept")
+            out[h] = x
+        if unsolved and time_limit_s - (time.perf_counter() - t0) < 0.05:
+            notes += [f"group {groups[h]}: no solution within the time limit" for h in unsolved]
             return IlpOutcome(None, "timeout", tuple(notes))
-        if st != "optimal":
-            status = "timeout"
-            notes.append(f"group {groups[h]}: time limit reached, best solution kept")
-        out[h] = x
+        if len(unsolved) == len(todo) and len(todo) == 1:
+            continue  # (one group left: it gets all the time that remains)
+        todo = unsolved
     # self-paired counts live in the upper triangle (assemble_circuits convention)
     sp = model.chan_self
     if sp.any():
