@@ -44,3 +44,11 @@ def test_simulate_help_lists_architectures_and_trace_presets() -> None:
     assert all(name in arch for name in FABRICS.names())
     preset = text[text.index("Trace preset to generate") :]
     assert all(name in preset for name in PRESETS)
+
+
+def test_docstring_paragraphs_are_reflowed() -> None:
+    """Help paragraphs wrap at the terminal, not at the docstring's own line breaks."""
+    res = runner.invoke(build_app(), ["run", "--help"], env={"COLUMNS": "200"})
+    lines = [line.strip() for line in res.output.splitlines()]
+    para = next(line for line in lines if line.startswith("`--preset NAME` runs a paper preset"))
+    assert len(para) > 150  # filled to the width, not broken where the docstring breaks (~75)

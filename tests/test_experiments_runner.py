@@ -18,6 +18,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from lumoscore.cli import build_app, main
+from lumoscore.errors import ConfigError
 from lumoscore.experiments.config import RunConfig
 from lumoscore.experiments.runner import SweepError, _local_results, run_one, run_sweep
 from lumoscore.experiments.store import ResultStore
@@ -306,3 +307,24 @@ def test_failure_runs_are_deterministic_on_every_executor(tmp_path: Path) -> Non
     failing = a[a["failures.rate_per_gpu_day"] > 0]
     assert (failing["restarts"] > 0).any()  # failures happened and were recorded
     assert (a.loc[a["failures.rate_per_gpu_day"] == 0, "restarts"] == 0).all()
+
+
+def test_a_scheduler_without_workers_times_out_with_a_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import logging
+
+    from distributed import LocalCluster
+
+    import lumoscore.experiments.runner as runner_mod
+
+    monkeypatch.setattr(runner_mod, "DASK_WORKER_TIMEOUT_S", 1.0)
+    runs = [RunConfig(arch="best", gpus=256, trace={"jobs": 3})]
+    with LocalCluster(
+        n_workers=0, dashboard_address=None, silence_logs=logging.ERROR, processes=True
+    ) as cluster:
+        address = cluster.scheduler_address
+        with pytest.raises(ConfigError, match="no worker joined the scheduler within 1 s"):
+            run_sweep(runs, ResultStore(tmp_path / "s"), executor="dask", scheduler=address,
+                      progress=False)  # fmt: skip
+    assert not (tmp_path / "s" / "runs").exists()

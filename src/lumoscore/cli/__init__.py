@@ -13,6 +13,7 @@ full traceback, with the chain of causes, before that line.
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import sys
 from typing import Annotated
@@ -56,7 +57,32 @@ def build_app() -> typer.Typer:
         register = getattr(module, "register", None)
         if callable(register):
             register(app)
+    _reflow_help(app)
     return app
+
+
+def reflow(text: str) -> str:
+    r"""Help text with each paragraph on one line, so that the help formatter wraps it to the
+    terminal instead of keeping the docstring's own line breaks mid-sentence.
+
+    Examples
+    --------
+    >>> reflow("First line\n    continues.\n\n    Second paragraph.")
+    'First line continues.\n\nSecond paragraph.'
+    """
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def _reflow_help(app: typer.Typer) -> None:
+    """Reflow the help of every command of ``app`` and of its sub-apps (see :func:`reflow`)."""
+    for cmd in app.registered_commands:
+        doc = cmd.help or (cmd.callback.__doc__ if cmd.callback else None)
+        if doc:
+            cmd.help = reflow(doc)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            _reflow_help(group.typer_instance)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from lumoscore.cli._common import JsonOption, emit_json, out_console
@@ -14,8 +13,8 @@ __all__ = ["presets", "register"]
 def presets(json_out: JsonOption = False) -> None:
     """List the paper presets (name, paper figure, kind, what it runs).
 
-    Run one with `lumos run --preset NAME`; simulation presets are scaled down by default
-    (`--jobs 1000` reproduces the paper's scale).
+    Run one with `lumos run --preset NAME`; simulation presets run at the paper's scale
+    and setup (`--jobs N` for a smaller trace).
     """
     from lumoscore.experiments.presets import PAPER_PRESETS
 
@@ -28,10 +27,9 @@ def presets(json_out: JsonOption = False) -> None:
     for p in PAPER_PRESETS.values():
         table.add_row(p.name, p.paper, p.kind, p.title)
     console = out_console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 140))
     console.print(table)
-    console.print("full scale: simulation presets with --jobs 1000; details: --json")
+    console.print("simulation presets: 1000 jobs, the paper's setup (--jobs N for fewer); "
+                  "details: --json")  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

@@ -251,8 +251,8 @@ def run(
     """Run an experiment (every architecture x size x sweep value x seed) into a result store.
 
     `--preset NAME` runs a paper preset instead (`lumos presets` lists them).
-    Simulation presets are scaled-down sweeps (`--jobs 1000`: the
-    paper's scale); task presets (fig7, table6, sec6.6) write their tables
+    Simulation presets run at the paper's scale and setup (`--jobs N` for a
+    smaller trace); task presets (fig7, table6, sec6.6) write their tables
     and figures into `--out` (default results/NAME).
 
     Finished runs are kept: running the same command again (for example after Ctrl-C) runs
