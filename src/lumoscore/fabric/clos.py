@@ -67,9 +67,10 @@ from lumoscore.fabric.base import Fabric, IntArray, Routes, check_positive, geom
 from lumoscore.fabric.hashing import flow_hash_jit
 from lumoscore.fabric.routing import (
     CANDIDATE_STEP,
-    EXTRA_SEED,
     PROBE_CANDIDATES,
+    candidate_counts_jit,
     check_candidates,
+    choose_paths,
     probe_inputs,
 )
 from lumoscore.hardware.sizing import clos_max_gpus
@@ -109,17 +110,17 @@ def _route_flows(
 
     ``ecmp`` and ``balanced`` match :mod:`lumoscore.fabric.routing` applied tier by tier over
     the whole call (``balanced`` counts earlier flows per switch and tier in call order).
-    ``probing`` (:func:`lumoscore.fabric.routing.probe_paths`) scores whole paths: flow ``i``
-    draws ``floor(candidates)`` ECMP paths (candidate ``c`` hashes with the tier seeds moved by
-    ``c``; candidate 0 is the ECMP path) plus one more with probability ``candidates mod 1``,
-    keeps the first whose bottleneck ``min cap[l] / max(load[l], 1)`` is largest and adds
-    ``weight[i]`` flows to ``load`` on its links (taken off again before returning: ``load``
-    comes back as it was given).
+    ``probing`` draws each flow's candidate paths
+    (:func:`~lumoscore.fabric.routing.candidate_counts` of them): candidate ``c`` is the ECMP
+    path with every tier seed moved by ``c`` times
+    :data:`~lumoscore.fabric.routing.CANDIDATE_STEP` (candidate 0 is the ECMP path), or with
+    ``sum_hash`` the up-port ``(c + src + dst) mod P`` at every tier; then
+    :func:`~lumoscore.fabric.routing.choose_paths` keeps the best of each flow's candidates
+    against ``load`` (which comes back as it was given).
     """
     mode, n_gpus, tiers, k = params[0], params[1], params[2], params[3]
     rail, gps, gpus_per_leaf, downlinks = params[4] != 0, params[5], params[6], params[7]
-    w, span, ports = geometry[0], geometry[1], geometry[2]
-    off_up, off_down, n_switch = geometry[3], geometry[4], geometry[5]
+    span = geometry[1]
     F = src.size
     for i in range(F):
         gs, gd = src[i], dst[i]
@@ -148,18 +149,57 @@ def _route_flows(
                 hi -= 1
         h[i] = hi
         indptr[i + 1] = indptr[i] + 2 * hi
-    indices = np.empty(indptr[F], np.int64)
+    if mode != 3:
+        indices = np.empty(indptr[F], np.int64)
+        _fill_paths(mode, 0, src, dst, key, a, b, h, port, indptr, indices, n_gpus, k, tiers,
+                    geometry, seeds)  # fmt: skip
+        return 0, indptr, indices
+    n_cand = candidate_counts_jit(src, dst, key, candidates)
+    K = max(n_cand.max(), 1) if F else 1
+    n = indptr[F]
+    every = np.empty(K * n, np.int64)
+    for c in range(K):
+        moved = (seeds + np.uint64(c) * _CANDIDATE_STEP) & np.uint64(0xFFFFFFFF)
+        _fill_paths(4 if sum_hash else 0, c, src, dst, key, a, b, h, port, indptr,
+                    every[c * n : (c + 1) * n], n_gpus, k, tiers, geometry, moved)  # fmt: skip
+    indptrs = np.empty((K, F + 1), np.int64)
+    for c in range(K):
+        indptrs[c] = indptr
+    offsets = np.arange(K + 1) * n
+    ptr, chosen = choose_paths(indptrs, every, offsets, n_cand, load, cap, weight)
+    return 0, ptr, chosen
+
+
+@numba.njit(cache=True)
+def _fill_paths(
+    mode: int,
+    c: int,
+    src: IntArray,
+    dst: IntArray,
+    key: IntArray,
+    a: IntArray,
+    b: IntArray,
+    h: IntArray,
+    port: IntArray,
+    indptr: IntArray,
+    indices: IntArray,
+    n_gpus: int,
+    k: int,
+    tiers: int,
+    geometry: IntArray,
+    seeds: NDArray[np.uint64],
+) -> None:  # pragma: no cover - compiled
+    """Each flow's links into ``indices``, the up-port at every tier chosen by ``mode``: 0 the
+    ECMP hash with ``seeds``, 1 balanced, 2 source, 4 ``(c + src + dst) mod P``."""
+    w, span, ports = geometry[0], geometry[1], geometry[2]
+    off_up, off_down, n_switch = geometry[3], geometry[4], geometry[5]
     # balanced: flows already sent through each switch's up-ports, per tier
     count_off = np.zeros(tiers + 1, np.int64)
     if mode == 1:
         for s in range(1, tiers):
             count_off[s + 1] = count_off[s] + n_switch[s]
     count = np.zeros(count_off[tiers] if mode == 1 else 0, np.int64)
-    if mode == 3:
-        _probe_paths(src, dst, key, a, b, h, indptr, indices, n_gpus, k, geometry, seeds, load,
-                     cap, weight, candidates, sum_hash)  # fmt: skip
-        return 0, indptr, indices
-    for i in range(F):
+    for i in range(src.size):
         base, hi = indptr[i], h[i]
         indices[base] = src[i]
         indices[base + 2 * hi - 1] = n_gpus + dst[i]
@@ -168,96 +208,23 @@ def _route_flows(
             P = ports[s]
             sw_src = (a[i] // span[s]) * w[s] + col
             sw_dst = (b[i] // span[s]) * w[s] + col
-            up_base = off_up[s] + sw_src * P
-            down_base = off_down[s] + sw_dst * P
             if mode == 0:
                 p = np.int64(flow_hash_jit(src[i], dst[i], key[i], seeds[s - 1]) % np.uint64(P))
             elif mode == 1:
-                c = count_off[s] + sw_src
-                p = count[c] % P
-                count[c] += 1
-            else:
+                q = count_off[s] + sw_src
+                p = count[q] % P
+                count[q] += 1
+            elif mode == 2:
                 p = port[i] % P if s == 1 else (a[i] // span[s - 1]) % P
-            indices[base + s] = up_base + p
-            indices[base + 2 * hi - 1 - s] = down_base + p
+            else:
+                p = (c + src[i] + dst[i]) % P
+            indices[base + s] = off_up[s] + sw_src * P + p
+            indices[base + 2 * hi - 1 - s] = off_down[s] + sw_dst * P + p
             col = col * k + p
-    return 0, indptr, indices
 
 
-# (the kernel's copies of the probing constants of lumoscore.fabric.routing)
+# (the kernel's copy of the probing constant of lumoscore.fabric.routing)
 _CANDIDATE_STEP = np.uint64(CANDIDATE_STEP)
-_EXTRA_SEED = np.uint64(EXTRA_SEED)
-
-
-@numba.njit(cache=True)
-def _probe_paths(
-    src: IntArray,
-    dst: IntArray,
-    key: IntArray,
-    a: IntArray,
-    b: IntArray,
-    h: IntArray,
-    indptr: IntArray,
-    indices: IntArray,
-    n_gpus: int,
-    k: int,
-    geometry: IntArray,
-    seeds: NDArray[np.uint64],
-    load: NDArray[np.float64],
-    cap: NDArray[np.float64],
-    weight: NDArray[np.float64],
-    candidates: float,
-    sum_hash: bool,
-) -> None:  # pragma: no cover - compiled
-    """``probing`` routes of :func:`_route_flows` (filled into ``indices``)."""
-    w, span, ports = geometry[0], geometry[1], geometry[2]
-    off_up, off_down = geometry[3], geometry[4]
-    whole = math.floor(candidates)
-    frac = candidates - whole
-    path = np.empty(16, np.int64)
-    best = np.empty(16, np.int64)
-    mask = np.uint64(0xFFFFFFFF)
-    for i in range(src.size):
-        base, hi = indptr[i], h[i]
-        n_links = 2 * hi
-        n_cand = whole
-        if frac > 0.0:
-            u = float(flow_hash_jit(src[i], dst[i], key[i], _EXTRA_SEED)) / 4294967296.0
-            if u < frac:
-                n_cand += 1
-        best_score = -1.0
-        for c in range(max(n_cand, 1)):
-            path[0] = src[i]
-            path[n_links - 1] = n_gpus + dst[i]
-            col = 0
-            for s in range(1, hi):
-                P = ports[s]
-                if sum_hash:
-                    p = (c + src[i] + dst[i]) % P
-                else:
-                    seed = (seeds[s - 1] + np.uint64(c) * _CANDIDATE_STEP) & mask
-                    p = np.int64(flow_hash_jit(src[i], dst[i], key[i], seed) % np.uint64(P))
-                sw_src = (a[i] // span[s]) * w[s] + col
-                sw_dst = (b[i] // span[s]) * w[s] + col
-                path[s] = off_up[s] + sw_src * P + p
-                path[n_links - 1 - s] = off_down[s] + sw_dst * P + p
-                col = col * k + p
-            score = np.inf
-            for j in range(n_links):
-                q = path[j]
-                v = cap[q] / max(load[q], 1.0)
-                if v < score:
-                    score = v
-            if score > best_score:
-                best_score = score
-                for j in range(n_links):
-                    best[j] = path[j]
-        for j in range(n_links):
-            indices[base + j] = best[j]
-            load[best[j]] += weight[i]
-    for i in range(src.size):  # restore the caller's load (integer-valued: exact)
-        for q in range(indptr[i], indptr[i + 1]):
-            load[indices[q]] -= weight[i]
 
 
 class ClosFabric(Fabric):

@@ -51,6 +51,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.fabric.hashing import flow_hash_jit
 from lumoscore.registry import Registry
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "Routing",
     "balanced_ports",
     "candidate_counts",
+    "candidate_counts_jit",
     "check_candidates",
     "choose_paths",
     "ecmp_ports",
@@ -186,6 +188,7 @@ def check_candidates(value: float) -> float:
 CANDIDATE_STEP = 0x9E3779B9
 #: Seed of the per-flow draw of a fractional extra candidate.
 EXTRA_SEED = 0x5BD1E995
+_EXTRA_SEED = np.uint64(EXTRA_SEED)
 
 
 def candidate_counts(
@@ -200,14 +203,23 @@ def candidate_counts(
     >>> candidate_counts(np.arange(4), np.arange(4) + 9, np.zeros(4, np.int64), 2.0).tolist()
     [2, 2, 2, 2]
     """
-    from lumoscore.fabric.hashing import flow_hash
+    as_int = (np.ascontiguousarray(x, dtype=np.int64).reshape(-1) for x in (src, dst, flow_key))
+    return candidate_counts_jit(*as_int, float(candidates))
 
-    whole = int(np.floor(candidates))
-    n = np.full(np.asarray(src).size, max(whole, 1), dtype=np.int64)
+
+@numba.njit(cache=True)
+def candidate_counts_jit(
+    src: IntArray, dst: IntArray, key: IntArray, candidates: float
+) -> IntArray:  # pragma: no cover - compiled
+    """:func:`candidate_counts`, compiled: int64 arrays only; other kernels call it."""
+    whole = math.floor(candidates)
     frac = candidates - whole
-    if frac > 0:
-        u = flow_hash(src, dst, flow_key, seed=EXTRA_SEED) / 4294967296.0
-        n[u < frac] = whole + 1
+    n = np.full(src.size, max(whole, 1), np.int64)
+    if frac > 0.0:
+        for i in range(src.size):
+            u = float(flow_hash_jit(src[i], dst[i], key[i], _EXTRA_SEED)) / 4294967296.0
+            if u < frac:
+                n[i] = whole + 1
     return n
 
 
