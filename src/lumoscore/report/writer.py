@@ -145,7 +145,7 @@ def _arch_first(agg: pd.DataFrame, shown: Sequence[str]) -> pd.DataFrame:
     return agg.loc[pos].reset_index(drop=True)
 
 
-def _markdown(report: Report, figures: Sequence[ReportFigure]) -> str:
+def _markdown(report: Report, summary: pd.DataFrame, definitions: Mapping[str, str]) -> str:
     lines = [f"# {report.name}", ""]
     lines += [f"- **{k}**: {v}" for k, v in report.header.items()]
     lines += [
@@ -156,16 +156,16 @@ def _markdown(report: Report, figures: Sequence[ReportFigure]) -> str:
         "(Student t). Full precision: `summary.csv` (per parameter combination) and `runs.csv` "
         "(per run).",
         "",
-        markdown_table(_without_timings(report.summary)),
+        markdown_table(summary),
         "",
         "Columns:",
         "",
-        *(f"- **{k}**: {v}" for k, v in _definitions(report).items()),
+        *(f"- **{k}**: {v}" for k, v in definitions.items()),
         "",
     ]
-    if figures:
+    if report.figures:
         lines += ["## Figures", ""]
-        for f in figures:
+        for f in report.figures:
             lines += [f"### {f.title}", "", f"![{f.title}]({f.stem}.png)", "", f.caption, ""]
     return "\n".join(lines)
 
@@ -187,11 +187,6 @@ def _is_timing(name: str) -> bool:
 
 def _without_timings(table: pd.DataFrame) -> pd.DataFrame:
     return table[[c for c in table.columns if not _is_timing(str(c))]]
-
-
-def _definitions(report: Report) -> dict[str, str]:
-    """The definitions of the summary table's columns (as shown: without timings)."""
-    return column_definitions(_without_timings(report.summary).columns)
 
 
 def save_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
@@ -218,20 +213,22 @@ def save_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
     timing = [c for c in report.runs.columns if _is_timing(str(c))]
     ids = [c for c in ("key", "arch", "gpus", "seed") if c in report.runs.columns]
     paths["timings.csv"] = atomic_write_text(out / "timings.csv", to_csv(report.runs[ids + timing]))
+    summary, runs = _without_timings(report.summary), _without_timings(report.runs)
+    definitions = column_definitions(summary.columns)
     paths["summary.csv"] = atomic_write_text(
         out / "summary.csv", to_csv(_without_timings(report.aggregate))
     )
-    paths["runs.csv"] = atomic_write_text(out / "runs.csv", to_csv(_without_timings(report.runs)))
+    paths["runs.csv"] = atomic_write_text(out / "runs.csv", to_csv(runs))
     paths["summary.md"] = atomic_write_text(
-        out / "summary.md", _markdown(report, report.figures) + "\n"
+        out / "summary.md", _markdown(report, summary, definitions) + "\n"
     )
     page = render_html(
         f"LumosCore report: {report.name}",
         report.header,
-        _without_timings(report.summary),
+        summary,
         html_figs,
-        extra_tables={"Runs": _without_timings(report.runs)},
-        definitions=_definitions(report),
+        extra_tables={"Runs": runs},
+        definitions=definitions,
     )
     paths["report.html"] = atomic_write_text(out / "report.html", page)
     return paths
