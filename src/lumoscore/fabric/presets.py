@@ -23,6 +23,12 @@ Registered names:
   :func:`lumoscore.hardware.sizing.reach`), 512-port OCSes; the GPU count must be a whole
   number of pods (128, 256 and 64 GPUs a pod).
 
+* ``vclos``, ``ocs-vclos``, ``ocs-relax``: vClos-paper leaf-spine clusters whose jobs each
+  hold a virtual Clos (:class:`~lumoscore.fabric.leafspine.VClosFabric`), and
+  ``vclos-leaf-spine``, the same cluster shared (ECMP, ``balanced`` or ``source`` routing),
+  for any GPU count a leaf-spine shape holds (:func:`~lumoscore.fabric.leafspine.leaf_spine_shape`:
+  512 GPUs are 32 leaves x 16 spines); options ``spines``, ``gpus_per_leaf``, ``port_gbps``.
+
 Generic names (any chip, parsed): ``clos-<chip>T-<n>tier``, ``clos-<chip>T-<n>tier-<o>:1``
 (oversubscribed leaves) and ``leaf-spine-<chip>T`` (= ``clos-<chip>T-2tier``). Names are
 case-insensitive.
@@ -59,9 +65,11 @@ from lumoscore.errors import ConfigError
 from lumoscore.fabric.base import Fabric
 from lumoscore.fabric.best import BestFabric
 from lumoscore.fabric.clos import ClosFabric
+from lumoscore.fabric.leafspine import LeafSpineFabric, VClosFabric, leaf_spine_shape
 from lumoscore.fabric.lumos import LumosCoreFabric
 from lumoscore.hardware.sizing import STANDARD_PORT_SPEEDS_GBPS, clos_max_gpus, radix
 from lumoscore.limits import check_gpus
+from lumoscore.placement.vclos import ALLOCATORS
 from lumoscore.registry import Registry
 from lumoscore.topology.cluster import ClusterSpec
 
@@ -75,6 +83,7 @@ __all__ = [
     "clos_port_speed",
     "lumoscore_architecture",
     "make_fabric",
+    "vclos_architecture",
 ]
 
 #: Port speed of the Best fabric (LumosCore §6.2).
@@ -82,6 +91,10 @@ BEST_PORT_GBPS = 1600.0
 #: Port speed and OCS ports of the LumosCore presets (LumosCore §6.2: 1.6 Tb/s, 512-port OCS).
 LUMOSCORE_PORT_GBPS = 1600.0
 LUMOSCORE_OCS_PORTS = 512
+#: Port speed of the vClos-family clusters: the reference speed at which job run times are
+#: given (:data:`~lumoscore.workload.job.REFERENCE_PORT_GBPS`), so that they compare with
+#: Best; the testbed presets pass ``port_gbps=100``.
+VCLOS_PORT_GBPS = 1600.0
 #: Generic (parsed) names.
 _GENERIC = "clos-<chip>T-<n>tier, clos-<chip>T-<n>tier-<o>:1, leaf-spine-<chip>T"
 _CLOS_RE = re.compile(
@@ -107,11 +120,14 @@ class Architecture:
         The class it builds; its ``routings`` are the routings the architecture accepts.
     relative_cost : float
         Simulation cost per job and GPU relative to Best (only orders a sweep's runs).
+    extra_options : tuple of str
+        Options the build takes beyond the fabric class's own (e.g. ``port_gbps``).
     """
 
     build: Callable[..., Fabric]
     fabric_class: type[Fabric]
     relative_cost: float = _ISOLATED_COST
+    extra_options: tuple[str, ...] = ()
 
     @property
     def routings(self) -> tuple[str, ...]:
@@ -274,6 +290,55 @@ def lumoscore_architecture(chip_tbps: float, tau: int, *, name: str) -> Architec
     return Architecture(build, LumosCoreFabric, _ISOLATED_COST)
 
 
+def _build_leaf_spine(
+    gpus: int,
+    *,
+    allocator: str | None,
+    name: str,
+    routing: str | None = None,
+    seed: int = 0,
+    gpus_per_server: int = 8,
+    rail_optimized: bool = False,
+    spines: int | None = None,
+    gpus_per_leaf: int | None = None,
+    port_gbps: float = VCLOS_PORT_GBPS,
+    **options: Any,
+) -> Fabric:
+    if rail_optimized:
+        raise ConfigError("rail_optimized is not supported by the vClos leaf-spine fabrics")
+    if spines is None and gpus_per_leaf is None:
+        leaves, spines = leaf_spine_shape(gpus, gpus_per_server)
+        d = spines
+    else:
+        d = int(gpus_per_leaf if gpus_per_leaf is not None else spines)  # type: ignore[arg-type]
+        spines = int(spines if spines is not None else d)
+        if d < 1 or gpus % d:
+            raise ConfigError(f"gpus={gpus} must be a whole number of leaves of {d} GPUs")
+        leaves = gpus // d
+    if allocator is None:
+        return LeafSpineFabric(
+            leaves, spines, gpus_per_server, gpus_per_leaf=d, port_gbps=port_gbps,
+            routing=LeafSpineFabric.checked_routing(routing), seed=seed, name=name, **options,
+        )  # fmt: skip
+    return VClosFabric(
+        leaves, spines, gpus_per_server, gpus_per_leaf=d, port_gbps=port_gbps,
+        allocator=allocator, routing=VClosFabric.checked_routing(routing), seed=seed, name=name,
+        **options,
+    )  # fmt: skip
+
+
+def vclos_architecture(allocator: str | None, *, name: str) -> Architecture:
+    """A vClos-paper leaf-spine cluster: ``allocator`` ``vclos``, ``ocs-vclos`` or
+    ``ocs-relax`` (a :class:`~lumoscore.fabric.leafspine.VClosFabric`), or ``None`` for the
+    shared baseline (:class:`~lumoscore.fabric.leafspine.LeafSpineFabric`, ECMP by default).
+    Options: ``spines`` and ``gpus_per_leaf`` (default: :func:`leaf_spine_shape`),
+    ``port_gbps`` (default :data:`VCLOS_PORT_GBPS`)."""
+    build = partial(_build_leaf_spine, allocator=allocator, name=name)
+    if allocator is None:
+        return Architecture(build, LeafSpineFabric, _SHARED_COST, ("port_gbps", "spines"))
+    return Architecture(build, VClosFabric, _ISOLATED_COST, ("port_gbps", "spines"))
+
+
 # -- the registry ---------------------------------------------------------------------------
 #: Named architectures.
 FABRICS: Registry[Architecture] = Registry("fabric preset")
@@ -283,6 +348,9 @@ for _chip, _tiers in ((51.2, 3), (25.6, 3), (25.6, 4)):
 for _chip, _tau in ((51.2, 2), (51.2, 1), (25.6, 1)):
     _name = f"lumoscore-{_chip:g}T-tau{_tau}"
     FABRICS.register(_name, lumoscore_architecture(_chip, _tau, name=_name))
+for _alloc in ALLOCATORS:
+    FABRICS.register(_alloc, vclos_architecture(_alloc, name=_alloc))
+FABRICS.register("vclos-leaf-spine", vclos_architecture(None, name="vclos-leaf-spine"))
 
 #: Every registered architecture name.
 PRESETS: tuple[str, ...] = FABRICS.names()
@@ -382,7 +450,7 @@ def make_fabric(
 #: Constructor parameters that :func:`make_fabric` sets itself.
 _SET_BY_MAKE = frozenset(
     ("self", "gpus", "spec", "port_gbps", "radix", "tiers", "routing", "seed", "name",
-     "gpus_per_server", "rail_optimized", "chip_tbps", "oversubscription")
+     "gpus_per_server", "rail_optimized", "chip_tbps", "oversubscription", "allocator")
 )  # fmt: skip
 
 
@@ -391,6 +459,7 @@ def _check_options(name: str, arch: Architecture, options: dict[str, Any]) -> No
     them and listing the ones it takes."""
     params = inspect.signature(arch.fabric_class.__init__).parameters
     allowed = [n for n, p in params.items() if n not in _SET_BY_MAKE and p.default is not p.empty]
+    allowed += [n for n in arch.extra_options if n not in allowed]
     bad = sorted(set(options) - set(allowed))
     if bad:
         raise ConfigError(

@@ -15,10 +15,13 @@ name in one place (``Fabric.checked_routing``).
 Policies (LumosCore §4.4 and §6.5, Fig. 25; vClos §5.2):
 
 * ``ecmp``: ``hash(src, dst, flow_key; tier seed) mod n_ports`` (:func:`ecmp_ports`).
-* ``balanced``: least-loaded ECMP over the flows of one call: the flows leaving one switch take
-  its up-ports round-robin in call order, so port loads differ by at most one
-  (:func:`balanced_ports`).
+* ``balanced``: least-loaded ECMP. On a Clos, over the flows of one call: the flows leaving
+  one switch take its up-ports round-robin in call order, so port loads differ by at most one
+  (:func:`balanced_ports`). On the vClos leaf-spine baseline (vClos §9.3), by the flows in
+  flight: load-aware (:class:`~lumoscore.fabric.leafspine.LeafSpineFabric`).
 * ``source``: vClos source routing: the port is a fixed function of the source GPU.
+* ``vclos``: source routing inside each job's own virtual Clos (vClos Lemma 5.1,
+  :class:`~lumoscore.fabric.leafspine.VClosFabric`); jobs never share a link.
 * ``probing`` (LumosCore §6.2, the published runs' default): at the start of every round each
   flow draws a few candidate ECMP paths (re-hashes) and takes the first with the largest
   bottleneck ``min over its links of capacity / flows in flight``, counting the flows of every
@@ -97,13 +100,23 @@ class Routing:
 #: Routing policies by name.
 ROUTINGS: Registry[Routing] = Registry("routing")
 ROUTINGS.register("ecmp", Routing("hash of the flow's 5-tuple per tier (MurmurHash3)"))
-ROUTINGS.register("balanced", Routing("least-loaded up-port over the flows of one call"))
+ROUTINGS.register(
+    "balanced",
+    Routing("least-loaded up-port (Clos: over the call; vClos leaf-spine: flows in flight)"),
+)
 ROUTINGS.register("source", Routing("vClos source routing: the port follows the source GPU"))
 ROUTINGS.register(
     "probing",
     Routing("best of a few hashed paths by the flows in flight, at every round", load_aware=True),
 )
 ROUTINGS.register("ideal", Routing("contention-free: the two NIC links", contention_free=True))
+ROUTINGS.register(
+    "vclos",
+    Routing(
+        "vClos: source routing inside the job's own virtual Clos (Lemma 5.1)",
+        contention_free=True,
+    ),
+)
 ROUTINGS.register("planned", Routing("LumosCore: from the job's logical topology"))
 ROUTINGS.register("fixed", Routing("the fabric's own routes, nothing assumed of them"))
 
