@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lumoscore.errors import ConfigError
+from lumoscore.experiments.architectures import PAPER_ARCHITECTURES
 from lumoscore.experiments.config import (
     DEFAULT_EXPERIMENT,
     ExperimentConfig,
@@ -110,7 +111,7 @@ def test_defaults_and_relative_trace_file(tmp_path: Path) -> None:
 
 def test_default_experiment() -> None:
     runs = expand(DEFAULT_EXPERIMENT)
-    assert [r.arch for r in runs] == list(PRESETS)
+    assert [r.arch for r in runs] == list(PAPER_ARCHITECTURES)
     assert {
         (r.gpus, r.trace.preset, r.trace.jobs, r.trace.beta_s, r.seed, r.eps) for r in runs
     } == {(4096, "lumoscore-published", 1000, 2000.0, 1, 0.0)}

@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 
 from lumoscore.cli import build_app, main
 from lumoscore.errors import ConfigError
+from lumoscore.experiments.architectures import PAPER_ARCHITECTURES
 from lumoscore.experiments.config import RunConfig
 from lumoscore.experiments.runner import SweepError, _local_results, run_one, run_sweep
 from lumoscore.experiments.store import ResultStore
-from lumoscore.fabric.presets import PRESETS
 from lumoscore.sim.results import SimResult
 
 
@@ -191,7 +191,7 @@ def test_default_experiment_without_file(tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     index = pd.read_csv(out / "index.csv")
-    assert sorted(index["arch"]) == sorted(PRESETS)
+    assert sorted(index["arch"]) == sorted(PAPER_ARCHITECTURES)
     assert set(index["gpus"]) == {4096} and set(index["trace.jobs"]) == {2}
     assert set(index["trace.beta_s"]) == {2000.0} and set(index["seed"]) == {1}
     summary = pd.read_csv(out / "summary.csv").set_index("arch")

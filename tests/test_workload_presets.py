@@ -207,7 +207,7 @@ def test_invariants_for_any_seed_and_cluster(
     t = generate_trace(preset, n, seed=seed, cluster_gpus=cluster_gpus)
     cap = int(round_down_pow2(cluster_gpus))
     assert len(t) == n
-    assert np.all(t.gpus <= cap) and np.all(t.gpus >= 8)
+    assert np.all(t.gpus <= cap) and np.all(t.gpus >= get_preset(preset).size_mix.min_gpus)
     assert np.all(round_down_pow2(t.gpus) == t.gpus)
     assert np.all(t.gpus == t.tp * t.pp * t.dp)
     assert np.all(t.ep <= t.gpus) and np.all(t.gpus % t.ep == 0)
@@ -278,3 +278,22 @@ def test_bad_arguments(kwargs: dict, pattern: str) -> None:
 def test_bad_job_count() -> None:
     with pytest.raises(ConfigError, match="n_jobs"):
         generate_trace("lumoscore-paper", 0)
+
+
+def test_vclos_helios_jobs_follow_the_vclos_rules() -> None:
+    from lumoscore.workload.distributions import VCLOS_SIZE_COUNTS, VCLOS_SIZE_MIX
+    from lumoscore.workload.presets import ALL_TO_ALL_MODELS, VCLOS_MODELS
+
+    t = generate_trace("vclos-helios", 4000, seed=3, cluster_gpus=512)
+    assert t.meta.beta_s == 120.0
+    assert set(np.unique(t.gpus)) <= set(VCLOS_SIZE_COUNTS)
+    # sizes by count, within sampling error of the research code's request set
+    share_single = np.mean(t.gpus == 1)
+    assert abs(share_single - VCLOS_SIZE_MIX.probability(1)) < 0.03
+    assert set(t.model) == set(VCLOS_MODELS)
+    a2a = np.isin(t.model, list(ALL_TO_ALL_MODELS))
+    assert np.all(t.tp == np.gcd(t.gpus, 8)) and np.all(t.pp == 1)
+    assert np.all(t.ep[a2a] == t.gpus[a2a]) and np.all(t.ep[~a2a] == t.tp[~a2a])
+    assert set(t.collective) == {"ring", "hierarchical-ring", "halving-doubling"}
+    mean = get_preset("vclos-helios").duration.mean_s()
+    assert abs(t.duration_s.mean() / mean - 1) < 0.05

@@ -51,7 +51,8 @@ def simulate(
         typer.Option(
             "--arch",
             help="Architecture: best, clos-51.2T-3tier, clos-25.6T-3tier, clos-25.6T-4tier, "
-            "lumoscore-51.2T-tau2, lumoscore-51.2T-tau1, lumoscore-25.6T-tau1, or a generic "
+            "lumoscore-51.2T-tau2, lumoscore-51.2T-tau1, lumoscore-25.6T-tau1, vclos, "
+            "ocs-vclos, ocs-relax, vclos-leaf-spine, or a generic "
             "clos-<chip>T-<n>tier[-<o>:1] / leaf-spine-<chip>T.",
         ),
     ] = "best",
@@ -64,7 +65,7 @@ def simulate(
         typer.Option(
             "--preset",
             help="Trace preset to generate instead of --trace: lumoscore-published, "
-            "lumoscore-paper, vclos, tpuv4.",
+            "lumoscore-paper, vclos, tpuv4, vclos-helios.",
         ),
     ] = None,
     jobs: Annotated[
@@ -82,7 +83,8 @@ def simulate(
             "--routing",
             help="Routing policy (default: the architecture's). Clos: probing (default), "
             "ecmp, balanced, source, ideal; LumosCore: planned (default), ecmp, probing, "
-            "ideal; Best: ideal.",
+            "ideal; vclos-leaf-spine: ecmp (default), balanced, source, ideal; vclos, "
+            "ocs-vclos, ocs-relax: vclos; Best: ideal.",
         ),
     ] = None,
     queue: Annotated[

@@ -21,8 +21,10 @@ from lumoscore.workload.importers import (
 )
 from lumoscore.workload.job import (
     COLLECTIVES,
+    KNOWN_MODEL_SHARES,
     MODEL_SHARES,
     REFERENCE_PORT_GBPS,
+    VCLOS_MODEL_SHARES,
     ExposedShares,
     Job,
 )
@@ -39,12 +41,14 @@ from lumoscore.workload.tracefile import read_trace, write_trace
 __all__ = [
     "COLLECTIVES",
     "HELIOS_DURATION",
+    "KNOWN_MODEL_SHARES",
     "MODEL_SHARES",
     "PAPER_SIZE_MIX",
     "PRESETS",
     "REFERENCE_PORT_GBPS",
     "TPUV4_SIZE_MIX",
     "TRACE_COLUMNS",
+    "VCLOS_MODEL_SHARES",
     "ExposedShares",
     "Job",
     "Preset",

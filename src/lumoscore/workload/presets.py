@@ -21,6 +21,16 @@ Presets (details and sources in ``docs/workload.md``):
     all-to-all (30 %). vClos uses ``beta = 120`` s on 512 GPUs for "a steady state with task
     queuing" with Helios sizes (mean 3.7 GPUs); with these larger sizes 120 s would mean a
     workload level near 40 on 512 GPUs, so the preset defaults to ``load = 0.9`` instead.
+``vclos-helios``
+    The vClos paper's evaluation workload (§8.1, §9.2): sizes of 1 to 256 GPUs from the
+    research code's Helios-based request set (:data:`~lumoscore.workload.distributions.
+    VCLOS_SIZE_COUNTS`, 39.5 % single-GPU jobs), job types VGG16, ResNet50, ResNet101, BERT,
+    DLRM and MoE drawn uniformly with their uncoverable-communication shares
+    (:data:`~lumoscore.workload.job.VCLOS_MODEL_SHARES`), ``TP`` = the job's GPUs on a server,
+    ``PP = 1``, DLRM and MoE all-to-all over all their GPUs, the others' all-reduce ring,
+    hierarchical ring or halving-doubling (uniform), run times
+    :data:`~lumoscore.workload.distributions.VCLOS_DURATION`, ``beta = 120`` s (the paper's
+    lambda on 512 GPUs; it uses 15 s on 2048).
 ``tpuv4``
     As ``lumoscore-paper`` but sizes from :data:`TPUV4_SIZE_MIX` (the TPUv4 mix by share).
 ``lumoscore-published``
@@ -62,13 +72,16 @@ from lumoscore.workload.distributions import (
     PUBLISHED_DURATION,
     PUBLISHED_SIZE_MIX,
     TPUV4_SIZE_MIX,
+    VCLOS_DURATION,
+    VCLOS_SIZE_MIX,
     RunTimeDistribution,
     SizeMix,
 )
-from lumoscore.workload.job import MODEL_SHARES
+from lumoscore.workload.job import KNOWN_MODEL_SHARES, MODEL_SHARES, VCLOS_MODEL_SHARES
 from lumoscore.workload.trace import Trace, TraceMeta
 
 __all__ = [
+    "ALL_TO_ALL_MODELS",
     "EP_CHOICES_GPUS",
     "LOAD_BASES",
     "MODELS",
@@ -76,6 +89,7 @@ __all__ = [
     "PP_CHOICES",
     "PRESETS",
     "TP",
+    "VCLOS_MODELS",
     "Preset",
     "draw_parallelism",
     "generate_trace",
@@ -90,10 +104,16 @@ PP_CHOICES: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 EP_CHOICES_GPUS: tuple[int, ...] = (8, 16, 32)
 #: Models drawn uniformly.
 MODELS: tuple[str, ...] = tuple(MODEL_SHARES)
+#: Job types of the vClos evaluation (vClos §8.1, Table 3), drawn uniformly.
+VCLOS_MODELS: tuple[str, ...] = tuple(VCLOS_MODEL_SHARES)
+#: All-reduce algorithms of the vClos testbed's data-parallel jobs (§8.1), drawn uniformly.
+VCLOS_COLLECTIVES: tuple[str, ...] = ("ring", "hierarchical-ring", "halving-doubling")
+#: vClos job types whose traffic is an all-to-all over all their GPUs (``ep = gpus``).
+ALL_TO_ALL_MODELS: frozenset[str] = frozenset({"DLRM", "MoE"})
 #: How ``load=`` is turned into arrival times (see :func:`generate_trace`).
 LOAD_BASES: tuple[str, ...] = ("sample", "expected")
 #: Parallelism rules of :func:`draw_parallelism`.
-PARALLELISM_MODES: tuple[str, ...] = ("paper", "data-parallel", "published")
+PARALLELISM_MODES: tuple[str, ...] = ("paper", "data-parallel", "published", "vclos")
 
 
 @dataclass(frozen=True)
@@ -123,6 +143,8 @@ class Preset:
         EP capped by the server count); see :func:`draw_parallelism`.
     iterations : int
         Iterations per job.
+    models : tuple of str
+        Model names drawn uniformly (default :data:`MODELS`).
     first_arrival_after_gap : bool
         ``False``: job 0 arrives at 0 and job ``i`` at the sum of the first ``i`` gaps.
         ``True``: job ``i`` arrives at the sum of the first ``i + 1`` gaps, as in the research
@@ -145,6 +167,7 @@ class Preset:
     size_duration_rho: float = 0.0
     iterations: int = 10
     first_arrival_after_gap: bool = False
+    models: tuple[str, ...] = MODELS
 
     def __post_init__(self) -> None:
         if (self.default_beta_s is None) == (self.default_load is None):
@@ -234,6 +257,18 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
             duration=HELIOS_DURATION,
             default_beta_s=2000.0,
         ),
+        "vclos-helios": Preset(
+            name="vclos-helios",
+            description="vClos §9.2: Helios-based sizes 1-256 GPUs, CNN/BERT/DLRM/MoE jobs",
+            size_mix=VCLOS_SIZE_MIX,
+            duration=VCLOS_DURATION,
+            default_beta_s=120.0,
+            collectives=tuple(
+                (c, 1 / 3) for c in ("ring", "hierarchical-ring", "halving-doubling")
+            ),
+            parallelism="vclos",
+            models=VCLOS_MODELS,
+        ),
         "lumoscore-published": Preset(
             name="lumoscore-published",
             description="LumosCore research code's 1000-job set: its sizes, rules, Best run times",
@@ -274,6 +309,7 @@ def draw_parallelism(
     gpus: np.ndarray,
     *,
     mode: str = "paper",
+    models: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Draw ``(tp, pp, dp, ep)`` for jobs of ``gpus`` GPUs (powers of two >= 8).
 
@@ -293,6 +329,12 @@ def draw_parallelism(
     """
     gpus = np.asarray(gpus, dtype=np.int64)
     n = gpus.size
+    if mode == "vclos":
+        if models is None or len(models) != n or np.any(gpus < 1):
+            raise ConfigError("parallelism 'vclos' needs one model per job and gpus >= 1")
+        tp = np.gcd(gpus, TP).astype(np.int64)
+        a2a = np.isin(np.asarray(models, dtype=object), list(ALL_TO_ALL_MODELS))
+        return tp, np.ones(n, dtype=np.int64), gpus // tp, np.where(a2a, gpus, tp)
     servers = gpus // TP
     if np.any(servers * TP != gpus) or np.any(servers < 1):
         raise ConfigError(f"gpus must be positive multiples of TP={TP}")
@@ -404,8 +446,8 @@ def generate_trace(
         duration_s = spec.duration.quantile(special.ndtr(rho * z[0] + math.sqrt(1 - rho**2) * z[1]))
     else:
         gpus = mix.sample(rng, n)
-    model = np.asarray(MODELS, dtype=object)[rng.integers(0, len(MODELS), size=n)]
-    tp, pp, dp, ep = draw_parallelism(rng, gpus, mode=spec.parallelism)
+    model = np.asarray(spec.models, dtype=object)[rng.integers(0, len(spec.models), size=n)]
+    tp, pp, dp, ep = draw_parallelism(rng, gpus, mode=spec.parallelism, models=model)
     if not rho:
         duration_s = spec.duration.sample(rng, n)
     names = np.asarray([c for c, _ in spec.collectives], dtype=object)
@@ -426,7 +468,7 @@ def generate_trace(
 
     shares = {
         f"share_{cls}": pd.Series(model)
-        .map({m: getattr(s, cls) for m, s in MODEL_SHARES.items()})
+        .map({m: getattr(s, cls) for m, s in KNOWN_MODEL_SHARES.items()})
         .to_numpy(dtype=np.float64)
         for cls in ("dp", "ep", "pp")
     }

@@ -35,7 +35,7 @@ import pandas as pd
 
 from lumoscore.errors import ConfigError
 from lumoscore.workload.errors import TraceFormatError
-from lumoscore.workload.job import COLLECTIVES, MODEL_SHARES, ExposedShares, Job
+from lumoscore.workload.job import COLLECTIVES, KNOWN_MODEL_SHARES, ExposedShares, Job
 
 __all__ = [
     "FLOAT_COLUMNS",
@@ -364,12 +364,12 @@ def columns_from_frame(
         )
     out["deadline_s"] = deadline
 
-    known = np.isin(model, np.array(list(MODEL_SHARES), dtype=object))
+    known = np.isin(model, np.array(list(KNOWN_MODEL_SHARES), dtype=object))
     for col in _SHARE_COLUMNS:
         cls = col.removeprefix("share_")
         default = (
             pd.Series(model, dtype=object)
-            .map({m: getattr(sh, cls) for m, sh in MODEL_SHARES.items()})
+            .map({m: getattr(sh, cls) for m, sh in KNOWN_MODEL_SHARES.items()})
             .to_numpy(dtype=np.float64, na_value=np.nan)
         )
         if col in names:
@@ -383,7 +383,7 @@ def columns_from_frame(
                 place(bad),
                 col,
                 f"unknown model {_show(model[bad])} needs explicit shares "
-                f"(known models: {', '.join(MODEL_SHARES)})",
+                f"(known models: {', '.join(KNOWN_MODEL_SHARES)})",
             )
         values = np.where(empty, default, values)
         bad = _first((values < 0) | (values >= 1))
