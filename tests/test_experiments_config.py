@@ -185,6 +185,7 @@ def test_every_run_field_is_sweepable(path: str) -> None:
         "trace.load_basis": ["sample", "expected"],
         "trace.file": None,
         "routing": ["ecmp", "source"],
+        "placer": ["server", "locality"],
         "rail_optimized": [False, True],
         "queue": ["fifo", "edf"],
         "eps": [0.0, 0.1],
@@ -209,6 +210,25 @@ def test_every_run_field_is_sweepable(path: str) -> None:
         for p in parents:
             node = node[p]
         assert node[leaf] == value
+
+
+def test_placer_table_per_architecture_and_store_keys() -> None:
+    from lumoscore.experiments.store import run_key
+
+    exp = ExperimentConfig(
+        gpus=512,
+        architectures=["best", "vclos"],
+        placer={"BEST": "vclos"},
+        trace={"jobs": 2},
+    )
+    assert [(r.arch, r.placer) for r in expand(exp)] == [("best", "vclos"), ("vclos", None)]
+    plain = RunConfig(arch="best", gpus=512)
+    # an unset placer leaves the key as it was before the field existed
+    assert run_key(plain) != run_key(RunConfig(arch="best", gpus=512, placer="vclos"))
+    doc = plain.model_dump(mode="python")
+    assert doc.pop("placer") is None
+    with pytest.raises(pydantic.ValidationError, match="placer"):
+        RunConfig(arch="best", gpus=512, placer="nope")
 
 
 def test_run_config_is_hashable_and_frozen() -> None:

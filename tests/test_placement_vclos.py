@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.placement.vclos import (
-    ALLOCATORS,
+    ISOLATING_ALLOCATORS,
     VClosAllocator,
     greedy_biclique,
     ocs_vclos_ilp,
@@ -72,7 +72,7 @@ def _check_isolation(alloc: VClosAllocator) -> None:
 @settings(max_examples=60, deadline=None)
 @given(
     cluster=st.sampled_from(CLUSTERS),
-    mode=st.sampled_from(ALLOCATORS),
+    mode=st.sampled_from(ISOLATING_ALLOCATORS),
     ops=st.lists(
         st.tuples(st.booleans(), st.integers(1, 24), st.integers(0, 10**6)),
         min_size=5,

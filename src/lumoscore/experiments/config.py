@@ -44,6 +44,7 @@ from lumoscore.fileio import read_text
 from lumoscore.limits import MAX_GPUS, MAX_JOBS
 from lumoscore.registry import Registry
 from lumoscore.sim.failures import FailureModel
+from lumoscore.sim.placers import PLACERS
 from lumoscore.sim.queueing import QUEUE_POLICIES
 from lumoscore.traffic.exposure import EXPOSURES
 from lumoscore.workload.presets import PRESETS as TRACE_PRESETS
@@ -196,6 +197,8 @@ class RunConfig(BaseModel):
         The job trace.
     routing : str, optional
         Routing policy; ``None`` is the fabric's default.
+    placer : str, optional
+        Placer (:data:`~lumoscore.sim.placers.PLACERS`); ``None`` is the fabric's default.
     rail_optimized : bool, optional
         Rail-optimized intra-pod wiring (Clos fabrics only; LumosCore Fig. 24); ``None`` (the
         default) is the fabric's plain wiring and marks the field as not applicable (like
@@ -226,6 +229,7 @@ class RunConfig(BaseModel):
     arch: str = "best"
     trace: TraceConfig = TraceConfig()
     routing: str | None = None
+    placer: str | None = None
     rail_optimized: bool | None = None
     queue: str = "fifo"
     eps: float = Field(0.0, ge=0, allow_inf_nan=False)
@@ -242,6 +246,11 @@ class RunConfig(BaseModel):
     @classmethod
     def _known_queue(cls, v: str) -> str:
         return _registered(QUEUE_POLICIES, v)
+
+    @field_validator("placer")
+    @classmethod
+    def _known_placer(cls, v: str | None) -> str | None:
+        return None if v is None else _registered(PLACERS, v)
 
     @field_validator("arch")
     @classmethod
@@ -334,7 +343,8 @@ class ExperimentConfig(BaseModel):
     ``gpus``, ``trace.jobs``, ``trace.beta_s``, ``trace.load`` and ``eps`` take a value or a
     list (``jobs``, ``beta_s``, ``load`` and ``load_basis`` may also be given at the top
     level); ``seeds`` a list or a count ``n`` (seeds ``1..n``); ``routing`` a policy for every
-    architecture or a table ``{arch = policy}``; ``sweep`` maps a :class:`RunConfig` field
+    architecture or a table ``{arch = policy}``; ``placer`` a table ``{arch = placer}``
+    (default: each fabric's own); ``sweep`` maps a :class:`RunConfig` field
     path to the list of values to try. ``output`` defaults to ``results/<name>``.
 
     Examples
@@ -354,6 +364,7 @@ class ExperimentConfig(BaseModel):
     )
     trace: ExperimentTrace = ExperimentTrace()
     routing: str | dict[str, str] | None = None
+    placer: dict[str, str] | None = None
     queue: str = "fifo"
     eps: float | list[float] = 0.0
     exposure: str = "research"
@@ -434,6 +445,13 @@ class ExperimentConfig(BaseModel):
     def _canonical_routing_keys(cls, v: Any) -> Any:
         return {_canonical_arch(k): r for k, r in v.items()} if isinstance(v, dict) else v
 
+    @field_validator("placer")
+    @classmethod
+    def _canonical_placer_keys(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        return {_canonical_arch(k): _registered(PLACERS, p) for k, p in v.items()}
+
     @model_validator(mode="after")
     def _routing_names_listed_archs(self) -> ExperimentConfig:
         if isinstance(self.routing, dict):
@@ -481,10 +499,12 @@ class ExperimentConfig(BaseModel):
             # One policy for every architecture: it does not apply to one that routes one way
             # only (Best routes ideally).
             routing = None if _routes_one_way(arch) else self.routing
+        placer = (self.placer or {}).get(arch)
         return {
             "arch": arch,
             "trace": trace,
             "routing": routing,
+            **({"placer": placer} if placer is not None else {}),
             "queue": self.queue,
             "eps": self.eps if not isinstance(self.eps, list) else 0.0,
             "exposure": self.exposure,

@@ -47,6 +47,7 @@ from lumoscore.experiments.config import (
     expand,
     format_validation_error,
 )
+from lumoscore.experiments.vclos import run_vclos_fig2, run_vclos_table5
 from lumoscore.fileio import atomic_write_text
 
 __all__ = [
@@ -916,6 +917,40 @@ def _task_presets() -> list[PaperPreset]:
             task=run_sec66,
             tiny={"scales_gpus": [512], "reconfigurations": 1, "ilp_time_limit_s": 5.0},
             full_command="lumos run --preset sec6.6",
+        ),
+        PaperPreset(
+            name="vclos-fig2",
+            title="vClos: how often ECMP makes flows share a link, against cluster size",
+            paper="vClos Fig. 2",
+            description=(
+                "Leaf-spine clusters of 128-8192 GPUs (32 leaves x 16 spines at 512), 20 "
+                "permutation rounds each (every GPU sends one flow to a GPU on another leaf, "
+                "its own 5-tuple, MurmurHash3 ECMP with a new seed per round): the share of "
+                "flows whose busiest link carries k flows, k = 1..6+. Seconds."
+            ),
+            kind="task",
+            task=run_vclos_fig2,
+            tiny={"scales_gpus": [128], "trials": 2},
+            full_command="lumos run --preset vclos-fig2",
+        ),
+        PaperPreset(
+            name="vclos-table5",
+            title="vClos: mean JCT of seven strategies against the arrival rate, fragmentation",
+            paper="vClos Tables 5 and 2",
+            description=(
+                "CLUSTER512 (32 leaves x 16 spines), 5000 jobs of the vclos-helios workload at "
+                "lambda = 100-140 s, seeds 1-3, literal exposure: Best (ideal switch, the vClos "
+                "scheduler's placement), OCS-vClos, vClos, SR, Balanced, ECMP and OCS-Relax; "
+                "table5 gives mean JCT beside the paper's Table 5 and whether ours is ordered "
+                "as the paper's, table2 the refusals of vClos and OCS-vClos by cause beside "
+                "Table 2 (`--gpus 2048` runs CLUSTER2048 with as many arrivals per GPU). Runs "
+                "go into a result store in the output folder (an interrupted run resumes); "
+                "about 10 min on two cores."
+            ),
+            kind="task",
+            task=run_vclos_table5,
+            tiny={"lambdas": (120.0,), "jobs": 60, "seeds": (1,)},
+            full_command="lumos run --preset vclos-table5",
         ),
     ]
 

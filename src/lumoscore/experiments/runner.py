@@ -84,6 +84,8 @@ def simulator_options(run_config: RunConfig) -> dict[str, Any]:
         "eps": run_config.eps,
         "exposure": run_config.exposure,
     }
+    if run_config.placer is not None:
+        opts["placer"] = run_config.placer
     failures = run_config.failures.to_model()
     if "failures" in params:
         opts["failures"] = failures if failures.enabled else None

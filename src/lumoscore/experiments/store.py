@@ -115,10 +115,13 @@ def run_key(run_config: RunConfig) -> str:
     ...     RunConfig(arch="best", gpus=256, seed=2))
     (True, False)
     """
+    config = run_config.model_dump(mode="python")
+    if config.get("placer") is None:  # the default placer: keys of older stores stay valid
+        config.pop("placer", None)
     doc: dict[str, Any] = {
         "schema": STORE_SCHEMA,
         "lumoscore": lumoscore.__version__,
-        "config": run_config.model_dump(mode="python"),
+        "config": config,
     }
     if run_config.trace.file is not None:
         try:

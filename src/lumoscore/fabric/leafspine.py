@@ -183,7 +183,8 @@ class LeafSpineFabric(Fabric):
     """
 
     routings = ("ecmp", "balanced", "source", "ideal")
-    default_placer = "locality"
+    #: The vClos paper's scheduler: the GPUs OCS-vClos would choose, nothing reserved.
+    default_placer = "vclos"
 
     def __init__(
         self,

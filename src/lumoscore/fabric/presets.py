@@ -69,7 +69,7 @@ from lumoscore.fabric.leafspine import LeafSpineFabric, VClosFabric, leaf_spine_
 from lumoscore.fabric.lumos import LumosCoreFabric
 from lumoscore.hardware.sizing import STANDARD_PORT_SPEEDS_GBPS, clos_max_gpus, radix
 from lumoscore.limits import check_gpus
-from lumoscore.placement.vclos import ALLOCATORS
+from lumoscore.placement.vclos import ISOLATING_ALLOCATORS
 from lumoscore.registry import Registry
 from lumoscore.topology.cluster import ClusterSpec
 
@@ -348,7 +348,7 @@ for _chip, _tiers in ((51.2, 3), (25.6, 3), (25.6, 4)):
 for _chip, _tau in ((51.2, 2), (51.2, 1), (25.6, 1)):
     _name = f"lumoscore-{_chip:g}T-tau{_tau}"
     FABRICS.register(_name, lumoscore_architecture(_chip, _tau, name=_name))
-for _alloc in ALLOCATORS:
+for _alloc in ISOLATING_ALLOCATORS:
     FABRICS.register(_alloc, vclos_architecture(_alloc, name=_alloc))
 FABRICS.register("vclos-leaf-spine", vclos_architecture(None, name="vclos-leaf-spine"))
 

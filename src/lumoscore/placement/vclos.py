@@ -36,6 +36,10 @@ Allocators (:class:`VClosAllocator`, ``mode=``):
     OCS-vClos without the locality constraint: a job takes free GPUs of partly used servers
     too (units of one GPU instead of whole idle servers), so traffic that would stay on
     NVLink crosses the network.
+``free``
+    The GPUs OCS-vClos would choose on an idle network, with nothing reserved: the
+    scheduler of the shared baselines (ECMP, Balanced, SR) and of Best, so that the
+    comparison differs only in the network.
 
 Search (``search=``): ``greedy`` (default) is a multi-start greedy biclique search over
 bitsets (:func:`greedy_biclique`, compiled), polynomial; ``ilp`` solves the vClos ILP of
@@ -74,6 +78,7 @@ from lumoscore.errors import ConfigError, PreconditionError
 
 __all__ = [
     "ALLOCATORS",
+    "ISOLATING_ALLOCATORS",
     "REFUSAL_CAUSES",
     "SEARCHES",
     "VClosAllocation",
@@ -88,8 +93,11 @@ __all__ = [
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
-#: Allocator modes.
-ALLOCATORS: tuple[str, ...] = ("vclos", "ocs-vclos", "ocs-relax")
+#: Allocator modes (``free``: OCS-vClos's choice of GPUs with no link reserved, the placement
+#: of the shared baselines and of Best in the vClos comparison).
+ALLOCATORS: tuple[str, ...] = ("vclos", "ocs-vclos", "ocs-relax", "free")
+#: The allocators that reserve a virtual Clos per job (architectures of the same names).
+ISOLATING_ALLOCATORS: tuple[str, ...] = ALLOCATORS[:3]
 #: Virtual-Clos search methods.
 SEARCHES: tuple[str, ...] = ("greedy", "ilp", "greedy+ilp")
 #: Why a job was refused: ``gpus`` -- fewer free GPUs than it needs (not fragmentation);
@@ -242,6 +250,29 @@ def greedy_biclique(
     return rows, cols
 
 
+def _solve_two_sets(
+    m: Any, x: list[Any], y: list[Any], x_cost: IntArray, y_cost: IntArray, time_limit_s: float
+) -> tuple[IntArray, IntArray] | None:
+    """Minimize ``x_cost . x + y_cost . y`` on CP-SAT model ``m`` (one worker, seed 0, so the
+    same input gives the same answer); the values of ``x`` and ``y``, or None if infeasible."""
+    from ortools.sat.python import cp_model
+
+    m.minimize(
+        sum(int(x_cost[i]) * v for i, v in enumerate(x))
+        + sum(int(y_cost[j]) * v for j, v in enumerate(y))
+    )
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit_s)
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    if solver.solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    return (
+        np.array([solver.value(v) for v in x], dtype=np.int64),
+        np.array([solver.value(v) for v in y], dtype=np.int64),
+    )
+
+
 def vclos_ilp(
     free: BoolArray,
     l: int,
@@ -279,20 +310,10 @@ def vclos_ilp(
         for j in range(C):
             if not free[n, j]:
                 m.add_bool_or([x[n].Not(), y[j].Not()])
-    m.minimize(
-        sum(int(leaf_cost[n]) * x[n] for n in range(R))
-        + sum(int(spine_cost[j]) * y[j] for j in range(C))
-    )
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit_s)
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 0
-    status = solver.solve(m)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    got = _solve_two_sets(m, x, y, leaf_cost, spine_cost, time_limit_s)
+    if got is None:
         return None
-    rows = np.array([n for n in range(R) if solver.value(x[n])], dtype=np.int64)
-    cols = np.array([j for j in range(C) if solver.value(y[j])], dtype=np.int64)
-    return rows, cols
+    return np.flatnonzero(got[0]).astype(np.int64), np.flatnonzero(got[1]).astype(np.int64)
 
 
 def ocs_vclos_ilp(
@@ -326,21 +347,7 @@ def ocs_vclos_ilp(
     w = [m.new_int_var(0, int(c), f"w{j}") for j, c in enumerate(spine_cap)]
     m.add(sum(v) == l)
     m.add(sum(w) == s)
-    m.minimize(
-        sum(int(leaf_cost[n]) * v[n] for n in range(len(v)))
-        + sum(int(spine_cost[j]) * w[j] for j in range(len(w)))
-    )
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit_s)
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 0
-    status = solver.solve(m)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    return (
-        np.array([solver.value(x) for x in v], dtype=np.int64),
-        np.array([solver.value(x) for x in w], dtype=np.int64),
-    )
+    return _solve_two_sets(m, v, w, leaf_cost, spine_cost, time_limit_s)
 
 
 def _take_cheapest(cap: IntArray, cost: IntArray, need: int) -> IntArray | None:
@@ -481,6 +488,7 @@ class VClosAllocator:
         self.L, self.S, self.T, self.d = int(leaves), int(spines), int(gpus_per_server), int(d)
         self.mode, self.search = mode, search
         self.ocs = mode != "vclos"
+        self.reserve = mode != "free"
         self.unit = 1 if mode == "ocs-relax" else self.T
         self.ilp_time_limit_s = float(ilp_time_limit_s)
         self.gpus = self.L * self.d
@@ -737,13 +745,15 @@ class VClosAllocator:
         if (self.gpu_owner[held] >= 0).any():
             raise PreconditionError(f"job {job_id}: allocation overlaps a running job's GPUs")
         self.gpu_owner[held] = job_id
-        ports = c.ports
+        ports = c.ports if self.reserve else np.zeros((0, 0), np.int64)
         if ports.size:
             if (self.port_owner[ports.ravel()] >= 0).any():
                 raise PreconditionError(f"job {job_id}: allocation reuses a reserved link")
             self.port_owner[ports.ravel()] = job_id
         rewired = 0
-        if self.ocs:
+        if not self.reserve:
+            c = _Choice(c.stage, c.shape, c.vleaf_gpus, ports, c.down_rule)
+        elif self.ocs:
             sp = np.asarray(c.spine_ports, np.int64)
             self.spine_port_owner[sp] = job_id
             for q, target in c.circuits:

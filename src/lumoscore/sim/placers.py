@@ -12,6 +12,10 @@ implement :class:`FailurePlacer`. :data:`PLACERS` maps a name to a factory
 * ``locality``: :class:`LocalityPlacer`, whole servers, the fewest blocks at every level of
   the fabric's hierarchy (:attr:`Fabric.placement_levels
   <lumoscore.fabric.base.Fabric.placement_levels>`), best fit (the research simulator's rule).
+* ``vclos``: :class:`AllocatorPlacer` over a
+  :class:`~lumoscore.placement.vclos.VClosAllocator` in ``free`` mode: the GPUs OCS-vClos
+  would choose, nothing reserved (the vClos paper's scheduler for its shared baselines and
+  Best), on the fabric's leaves, or on the leaf-spine shape of its GPU count.
 
 :class:`ServerPlacer`: jobs take whole servers (TP fills a server); a job smaller than a
 server takes GPUs of one server. Among runs of consecutive free servers long enough for the
@@ -41,10 +45,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError
+from lumoscore.placement.vclos import VClosAllocator
 from lumoscore.registry import Registry
 from lumoscore.workload.job import Job
 
-__all__ = ["PLACERS", "FailurePlacer", "LocalityPlacer", "Placer", "ServerPlacer"]
+__all__ = [
+    "PLACERS",
+    "AllocatorPlacer",
+    "FailurePlacer",
+    "LocalityPlacer",
+    "Placer",
+    "ServerPlacer",
+]
 
 IntArray = NDArray[np.int64]
 
@@ -242,6 +254,51 @@ class LocalityPlacer(ServerPlacer):
         return np.concatenate(parts)
 
 
+class AllocatorPlacer:
+    """A placer over a :class:`~lumoscore.placement.vclos.VClosAllocator`.
+
+    Examples
+    --------
+    >>> from lumoscore.workload import Job
+    >>> p = AllocatorPlacer(VClosAllocator(4, 4, 2, mode="free"))
+    >>> job = Job(job_id=0, arrival_s=0, gpus=6, model="VGG16", tp=2, pp=1, dp=3, ep=2,
+    ...           iterations=1, duration_s=1.0)
+    >>> p.place(job).tolist(), p.free_gpus
+    ([0, 1, 2, 3, 4, 5], 10)
+    """
+
+    def __init__(self, allocator: VClosAllocator) -> None:
+        self.allocator = allocator
+
+    @property
+    def free_gpus(self) -> int:
+        """GPUs held by no job."""
+        return self.allocator.free_gpus
+
+    def place(self, job: Job) -> IntArray | None:
+        """The job's GPUs in rank order, or ``None``."""
+        alloc = self.allocator.allocate(job.job_id, int(job.gpus))
+        return None if alloc is None else alloc.gpus
+
+    def release(self, job_id: int) -> None:
+        """Give the job's GPUs back."""
+        self.allocator.release(job_id)
+
+
+def _vclos_placer(fabric: Any) -> Placer:
+    """The vClos scheduler on the fabric's leaves and spines, or (a fabric without them, such
+    as Best) on the leaf-spine shape of its GPU count."""
+    from lumoscore.fabric.leafspine import leaf_spine_shape
+
+    gps = fabric.spec.gpus_per_server
+    if all(hasattr(fabric, a) for a in ("L", "S", "d")):
+        L, S, d = fabric.L, fabric.S, fabric.d
+    else:
+        L, S = leaf_spine_shape(fabric.gpus, gps)
+        d = S
+    return AllocatorPlacer(VClosAllocator(L, S, gps, d, mode="free"))
+
+
 def _fabric_places(fabric: Any) -> Placer:
     if not isinstance(fabric, Placer):
         raise ConfigError(
@@ -255,6 +312,7 @@ def _fabric_places(fabric: Any) -> Placer:
 PLACERS: Registry[Callable[[Any], Placer]] = Registry("placer")
 PLACERS.register("server", lambda fabric: ServerPlacer(fabric.gpus, fabric.spec.gpus_per_server))
 PLACERS.register("fabric", _fabric_places)
+PLACERS.register("vclos", _vclos_placer)
 PLACERS.register(
     "locality",
     lambda fabric: LocalityPlacer(

@@ -1,0 +1,51 @@
+"""vClos task presets: Fig. 2 against a closed form, Table 5/2 outputs."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from lumoscore.experiments.vclos import (
+    TABLE5_PAPER,
+    VCLOS_CASES,
+    hash_collisions,
+    run_vclos_fig2,
+    run_vclos_table5,
+)
+from lumoscore.fabric.leafspine import leaf_spine_shape
+
+
+@pytest.mark.parametrize("gpus", [512, 2048])
+def test_share_of_lone_flows_matches_balls_in_bins(gpus):
+    """Each leaf sends S flows over S hashed uplinks and receives S over S downlinks: a flow
+    is alone on both with probability ((1 - 1/S)^(S-1))^2 when the hashes are uniform."""
+    _, S = leaf_spine_shape(gpus, 8)
+    expected = ((1 - 1 / S) ** (S - 1)) ** 2
+    shares = hash_collisions(gpus, trials=30, seed=4)
+    assert math.isclose(float(shares.sum()), 1.0)
+    assert abs(shares[0] - expected) < 0.015
+    assert shares[1] > shares[0]  # two flows on a link is the most common case
+
+
+def test_fig2_files(tmp_path):
+    out = run_vclos_fig2(tmp_path, scales_gpus=[128, 512], trials=2)
+    assert {p.name for p in out.files} >= {"fig2.csv", "fig2.md", "fig2.png", "fig2.svg"}
+    assert [r["gpus"] for r in out.rows] == [128, 512]
+
+
+def test_table5_writes_ours_beside_the_paper_and_resumes(tmp_path):
+    kw = {"lambdas": (120.0,), "jobs": 30, "seeds": (1,), "workers": 1, "progress": False}
+    out = run_vclos_table5(tmp_path, **kw)
+    row = out.rows[0]
+    for label, *_ in VCLOS_CASES:
+        assert row[f"{label}_jct_s"] > 0
+        assert row[f"{label}_paper_jct_s"] == TABLE5_PAPER[120.0][label]
+    t2 = pd.read_csv(tmp_path / "table2.csv")
+    assert list(t2["vclos_servers_paper"]) == [878.0]
+    runs = sorted((tmp_path / "store" / "runs").iterdir())
+    assert len(runs) == len(VCLOS_CASES)
+    stamp = [p.stat().st_mtime_ns for p in runs]
+    run_vclos_table5(tmp_path, **kw)  # every run is in the store: nothing runs again
+    assert [p.stat().st_mtime_ns for p in runs] == stamp
