@@ -49,3 +49,22 @@ def test_table5_writes_ours_beside_the_paper_and_resumes(tmp_path):
     stamp = [p.stat().st_mtime_ns for p in runs]
     run_vclos_table5(tmp_path, **kw)  # every run is in the store: nothing runs again
     assert [p.stat().st_mtime_ns for p in runs] == stamp
+
+
+def test_tables_6_and_7_write_ours_beside_the_paper(tmp_path):
+    from lumoscore.experiments.vclos import (
+        TABLE6_PAPER,
+        TABLE7_PAPER,
+        run_vclos_table6,
+        run_vclos_table7,
+    )
+
+    kw = {"jobs": 25, "seeds": (1,), "workers": 1, "progress": False}
+    six = run_vclos_table6(tmp_path, queues=("fifo", "smallest-first"), **kw)
+    assert [r["queue"] for r in six.rows] == ["fifo", "smallest-first"]
+    assert six.rows[1]["best_paper_jct_s"] == TABLE6_PAPER["smallest-first"]["best"]
+    seven = run_vclos_table7(tmp_path, **kw)
+    assert [r["criterion"] for r in seven.rows] == ["jrt", "jwt", "jct"]
+    jrt, jwt, jct = (r["best_s"] for r in seven.rows)
+    assert abs(jrt + jwt - jct) < 1e-6 * jct
+    assert seven.rows[2]["ecmp_paper_s"] == TABLE7_PAPER["jct"]["ecmp"]

@@ -155,3 +155,22 @@ def test_routes_refuse_flows_outside_the_job():
         fab.routes(g[:1], np.array([63]), np.zeros(1, np.int64), job_id=0)
     with pytest.raises(PreconditionError, match="not running"):
         fab.routes(g[:1], g[4:5], np.zeros(1, np.int64), job_id=5)
+
+
+@pytest.mark.parametrize("arch", ["vclos", "ocs-vclos"])
+def test_double_binary_tree_shares_a_link_among_at_most_three_flows(arch):
+    """vClos §5.3: double binary trees are no leaf-wise permutation, yet inside a virtual
+    Clos no link carries more than 3 flows of one step (measured: 2, a parent's two
+    children)."""
+    from lumoscore.traffic.collectives import double_binary_tree
+
+    fab = make_fabric(arch, 512)
+    for jid, n in enumerate([16, 32, 64, 128]):
+        g = fab.place(_job(jid, n))
+        for rnd in double_binary_tree(g, 1.0):
+            f = rnd.flows
+            keep = f.src // 8 != f.dst // 8
+            if keep.any():
+                r = fab.routes(f.src[keep], f.dst[keep], np.zeros(int(keep.sum()), np.int64),
+                               job_id=jid)  # fmt: skip
+                assert np.bincount(r.indices).max() <= 3

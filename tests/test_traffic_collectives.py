@@ -196,3 +196,35 @@ def test_scattered_ranks_break_leafwise_permutation() -> None:
     s = pairwise_all_to_all(np.array([0, 8, 16, 1]), 1.0)
     assert is_leafwise_permutation(s[0].flows, SPEC)
     assert not is_leafwise_permutation(s[1].flows, SPEC)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 70), size=st.floats(1.0, 1e6), groups=st.integers(1, 3))
+def test_double_binary_tree_bytes_and_trees(n, size, groups):
+    from lumoscore.traffic.collectives import (
+        binary_tree_parents,
+        double_binary_tree,
+        double_binary_tree_bytes,
+    )
+
+    ranks = np.arange(n * groups).reshape(groups, n)
+    s = double_binary_tree(ranks, size)
+    assert s.total_bytes == pytest.approx(double_binary_tree_bytes(n, size, groups))
+    leaves = []
+    for shift in (0, 1):
+        parent = binary_tree_parents(n, shift)
+        assert (parent == -1).sum() == 1  # one root
+        for i in range(n):  # every rank reaches the root
+            seen, p = 0, i
+            while parent[p] >= 0:
+                p, seen = parent[p], seen + 1
+                assert seen <= n
+        assert np.bincount(parent[parent >= 0], minlength=n).max() <= 2  # binary
+        leaves.append(set(range(n)) - set(parent.tolist()))
+    assert len(leaves[0] & leaves[1]) <= 1  # a leaf of one tree is inside the other
+    # the reduce rounds go up the trees, the broadcast rounds mirror them
+    half = len(s) // 2
+    for up, down in zip(s.rounds[:half], reversed(s.rounds[half:]), strict=True):
+        pairs_up = zip(up.flows.src.tolist(), up.flows.dst.tolist(), strict=True)
+        pairs_down = zip(down.flows.dst.tolist(), down.flows.src.tolist(), strict=True)
+        assert sorted(pairs_up) == sorted(pairs_down)

@@ -65,7 +65,7 @@ def simulate(
         typer.Option(
             "--preset",
             help="Trace preset to generate instead of --trace: lumoscore-published, "
-            "lumoscore-paper, vclos, tpuv4, vclos-helios.",
+            "lumoscore-paper, vclos, tpuv4, vclos-helios, vclos-tpuv4.",
         ),
     ] = None,
     jobs: Annotated[

@@ -11,10 +11,16 @@ OCS-vClos, vClos, SR, Balanced and ECMP on the shared leaf-spine, and OCS-Relax.
 the ``literal`` exposure (each job's uncoverable share at the port speed), so that a job's
 run time grows by its share times its contention.
 
+It also draws Fig. 12(c) (queue depth over time, ``fig12c``) and writes Fig. 12(d)
+(stability per job size, ``fig12d``) for lambda = 120 s.
+
 Writes ``table5.csv``/``.md`` (mean JCT per strategy and lambda, ours and the paper's, and
 whether ours is ordered as the paper's, to within :data:`ORDER_TOLERANCE`),
-``table2.csv``/``.md`` (refused allocations of vClos and OCS-vClos by cause: ``servers`` =
-the paper's "GPU", ``network``), and ``table5.png``/``.svg``.
+``table2.csv``/``.md`` (refused allocation attempts of vClos and OCS-vClos by cause,
+``servers`` and ``network``, beside the paper's "GPU" and "Network" counts; and the jobs
+refused at least once for GPU-side reasons, ``jobs_gpu_side`` = for want of GPUs or of idle
+servers, and for network reasons; the paper does not say which it counts), and
+``table5.png``/``.svg``.
 
 Examples
 --------
@@ -42,11 +48,16 @@ __all__ = [
     "FIG2_SIZES_GPUS",
     "TABLE2_PAPER",
     "TABLE5_PAPER",
+    "TABLE6_PAPER",
+    "TABLE7_PAPER",
     "VCLOS_CASES",
     "VCLOS_LAMBDAS_S",
     "hash_collisions",
     "run_vclos_fig2",
     "run_vclos_table5",
+    "run_vclos_table6",
+    "run_vclos_table7",
+    "stability",
 ]
 
 #: The strategies of vClos Table 5 in the paper's order of expected mean JCT:
@@ -90,12 +101,26 @@ TABLE2_PAPER: Mapping[float, tuple[int, int, int, int]] = {
 }
 
 
-def _runs(
-    lambdas: Sequence[float], jobs: int, seeds: Sequence[int], gpus: int, exposure: str
-) -> list[tuple[float, str, RunConfig]]:
-    out = []
-    for lam in lambdas:
-        beta = float(lam) * 512 / gpus  # the same arrival rate per GPU at any size
+#: One row of a comparison: ``(row value, trace fields, queue policy)``.
+Row = tuple[Any, dict[str, Any], str]
+
+
+def _run_strategies(
+    store: ResultStore,
+    rows: Sequence[Row],
+    *,
+    gpus: int,
+    seeds: Sequence[int],
+    exposure: str,
+    workers: int | None,
+    progress: bool,
+) -> dict[tuple[Any, str], list[dict[str, Any]]]:
+    """Run every strategy of :data:`VCLOS_CASES` for every row and seed (skipping runs the
+    store has); the ``run.json`` documents by ``(row value, strategy label)``."""
+    from lumoscore.experiments.runner import run_sweep
+
+    runs = []
+    for value, trace, queue in rows:
         for seed in seeds:
             for label, arch, routing, placer in VCLOS_CASES:
                 cfg = RunConfig(
@@ -103,12 +128,48 @@ def _runs(
                     gpus=gpus,
                     routing=routing,
                     placer=placer,
-                    trace={"preset": "vclos-helios", "jobs": jobs, "beta_s": beta},
+                    trace=trace,
+                    queue=queue,
                     exposure=exposure,
                     seed=seed,
                 )
-                out.append((float(lam), label, cfg))
-    return out
+                runs.append((value, label, cfg))
+    run_sweep([cfg for *_, cfg in runs], store, workers=workers, progress=progress)
+    got: dict[tuple[Any, str], list[dict[str, Any]]] = {}
+    for value, label, cfg in runs:
+        got.setdefault((value, label), []).append(store.info(store.key(cfg)))
+    return got
+
+
+def _mean(docs: Sequence[dict[str, Any]], field: str, part: str = "summary") -> float:
+    """Mean of ``field`` of the runs' ``part`` (NaN if a run lacks it)."""
+    return float(np.mean([d[part].get(field, np.nan) for d in docs]))
+
+
+def _ordered(row: Mapping[str, Any], suffix: str = "_jct_s") -> bool:
+    """Whether the strategies of :data:`PAPER_ORDER` are ordered as in the paper."""
+    ours = [row[f"{k}{suffix}"] for k in PAPER_ORDER]
+    return bool(all(a <= b * (1 + ORDER_TOLERANCE) for a, b in itertools.pairwise(ours)))
+
+
+def _jct_row(
+    row: dict[str, Any],
+    got: Mapping[tuple[Any, str], list[dict[str, Any]]],
+    value: Any,
+    paper: Mapping[str, float],
+) -> dict[str, Any]:
+    """``row`` with every strategy's mean JCT at ``value`` beside the paper's, and the
+    ordering check."""
+    for label, *_ in VCLOS_CASES:
+        row[f"{label}_jct_s"] = _mean(got[(value, label)], "mean_jct_s")
+        row[f"{label}_paper_jct_s"] = paper.get(label, float("nan"))
+    row["ordered_as_paper"] = _ordered(row)
+    return row
+
+
+def _check(jobs: int, seeds: Sequence[int], *values: Sequence[Any]) -> None:
+    if jobs < 1 or not seeds or not all(values):
+        raise ConfigError("jobs >= 1 and non-empty seeds and swept values are needed")
 
 
 def run_vclos_table5(
@@ -130,10 +191,8 @@ def run_vclos_table5(
     whose rows are the Table 5 rows.
     """
     from lumoscore.experiments.presets import TaskOutput, _new_figure, _save_figure, _write_table
-    from lumoscore.experiments.runner import run_sweep
 
-    if jobs < 1 or not lambdas or not seeds or not scales_gpus:
-        raise ConfigError("jobs >= 1 and non-empty lambdas, seeds and scales_gpus are needed")
+    _check(jobs, seeds, lambdas, scales_gpus)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     store = ResultStore(out / "store")
@@ -141,31 +200,29 @@ def run_vclos_table5(
     rows5: list[dict[str, Any]] = []
     rows2: list[dict[str, Any]] = []
     for gpus in scales_gpus:
-        runs = _runs(lambdas, jobs, seeds, int(gpus), exposure)
-        run_sweep([cfg for _, _, cfg in runs], store, workers=workers, progress=progress)
-        got: dict[tuple[float, str], list[dict[str, Any]]] = {}
-        for lam, label, cfg in runs:
-            got.setdefault((lam, label), []).append(store.info(store.key(cfg)))
-        for lam in lambdas:
-            lam = float(lam)
-            row: dict[str, Any] = {"gpus": int(gpus), "lambda_s": lam}
+        rows = [
+            (float(lam), {"preset": "vclos-helios", "jobs": jobs, "beta_s": lam * 512 / gpus},
+             "fifo")
+            for lam in lambdas
+        ]  # fmt: skip
+        got = _run_strategies(
+            store, rows, gpus=int(gpus), seeds=seeds, exposure=exposure, workers=workers,
+            progress=progress,
+        )  # fmt: skip
+        if gpus == scales_gpus[0]:
+            got12 = got
+        for lam, *_ in rows:
             paper = TABLE5_PAPER.get(lam, {}) if gpus == 512 else {}
-            for label, *_ in VCLOS_CASES:
-                docs = got[(lam, label)]
-                row[f"{label}_jct_s"] = float(np.mean([d["summary"]["mean_jct_s"] for d in docs]))
-                row[f"{label}_paper_jct_s"] = paper.get(label, float("nan"))
-            ours = [row[f"{k}_jct_s"] for k in PAPER_ORDER]
-            row["ordered_as_paper"] = bool(
-                all(a <= b * (1 + ORDER_TOLERANCE) for a, b in itertools.pairwise(ours))
-            )
-            rows5.append(row)
+            rows5.append(_jct_row({"gpus": int(gpus), "lambda_s": lam}, got, lam, paper))
             frag: dict[str, Any] = {"gpus": int(gpus), "lambda_s": lam}
             p2 = TABLE2_PAPER.get(lam) if gpus == 512 else None
             for i, label in enumerate(("vclos", "ocs-vclos")):
-                fab = [d["fabric"] for d in got[(lam, label)]]
+                docs = got[(lam, label)]
                 for cause, j in (("servers", 0), ("network", 1)):
-                    frag[f"{label}_{cause}"] = float(np.mean([f[f"refusals_{cause}"] for f in fab]))
+                    frag[f"{label}_{cause}"] = _mean(docs, f"refusals_{cause}", "fabric")
                     frag[f"{label}_{cause}_paper"] = float(p2[2 * i + j]) if p2 else float("nan")
+                frag[f"{label}_jobs_gpu_side"] = _mean(docs, "refused_jobs_gpu_side", "fabric")
+                frag[f"{label}_jobs_network"] = _mean(docs, "refused_jobs_network", "fabric")
             rows2.append(frag)
     files += _write_table(out, "table5", rows5)
     files += _write_table(out, "table2", rows2)
@@ -182,7 +239,164 @@ def run_vclos_table5(
     ax.set_title(f"vClos Table 5 on {scales_gpus[0]} GPUs: simulation (solid) and paper (dashed)")
     ax.legend(fontsize=8, ncol=2)
     files += _save_figure(fig, out, "table5")
+    lam12 = 120.0 if 120.0 in [float(x) for x in lambdas] else float(lambdas[len(lambdas) // 2])
+    files += _fig12(store, got12, lam12, out)
     return TaskOutput(tuple(files), tuple(rows5))
+
+
+def stability(jobs: Any) -> Any:
+    """vClos §9.3 "Stability": the standard deviation of JCT among jobs with the same
+    parameters (model and size), averaged over such groups of at least two jobs; per job size
+    and over all sizes (``gpus = 0``). A :class:`pandas.DataFrame` ``gpus, stability_s,
+    groups``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> jobs = pd.DataFrame({"model": ["a", "a", "b", "b", "a"], "gpus": [8, 8, 8, 8, 16],
+    ...                      "jct_s": [1.0, 3.0, 2.0, 2.0, 5.0]})
+    >>> stability(jobs).to_dict("list")
+    {'gpus': [0, 8], 'stability_s': [0.7071067811865476, 0.7071067811865476], 'groups': [2, 2]}
+    """
+    import pandas as pd
+
+    std = jobs.groupby(["model", "gpus"])["jct_s"].agg(["std", "count"]).reset_index()
+    std = std[std["count"] >= 2]
+    per = std.groupby("gpus")["std"].agg(["mean", "count"]).reset_index()
+    per.columns = ["gpus", "stability_s", "groups"]
+    every = pd.DataFrame({"gpus": [0], "stability_s": [std["std"].mean()], "groups": [len(std)]})
+    return pd.concat([every, per], ignore_index=True)
+
+
+def _fig12(
+    store: ResultStore, got: dict[tuple[Any, str], list[dict[str, Any]]], lam: float, out: Path
+) -> list[Path]:
+    """Fig. 12(c), queue depth over time, and Fig. 12(d), stability per job size, of every
+    strategy at ``lam`` (the first seed's run)."""
+    from lumoscore.experiments.presets import _new_figure, _save_figure, _write_table
+
+    fig = _new_figure(7.0, 3.8)
+    ax = fig.add_subplot()
+    rows: list[dict[str, Any]] = []
+    for i, (label, *_) in enumerate(VCLOS_CASES):
+        key = got[(lam, label)][0]["key"]
+        q = store.queue(key)
+        ax.step(q["time_s"] / 3600, q["waiting"], where="post", color=f"C{i}", lw=0.8,
+                label=label)  # fmt: skip
+        for r in stability(store.jobs(key)).to_dict("records"):
+            rows.append({"strategy": label, **r})
+    ax.set_xlabel("time (h)")
+    ax.set_ylabel("jobs waiting")
+    ax.set_title(f"vClos Fig. 12(c): queue depth, lambda = {lam:g} s")
+    ax.legend(fontsize=8, ncol=4)
+    files = _save_figure(fig, out, "fig12c")
+    files += _write_table(out, "fig12d", rows)
+    fig = _new_figure(7.0, 3.8)
+    ax = fig.add_subplot()
+    sizes = sorted({r["gpus"] for r in rows if r["gpus"] >= 16})
+    width = 0.8 / len(VCLOS_CASES)
+    for i, (label, *_) in enumerate(VCLOS_CASES):
+        val = {r["gpus"]: r["stability_s"] for r in rows if r["strategy"] == label}
+        ax.bar([k + i * width for k in range(len(sizes))], [val.get(g, np.nan) for g in sizes],
+               width, color=f"C{i}", label=label)  # fmt: skip
+    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(sizes))], [str(g) for g in sizes])
+    ax.set_xlabel("GPUs per job")
+    ax.set_ylabel("std of JCT among like jobs (s)")
+    ax.set_title(f"vClos Fig. 12(d): stability, lambda = {lam:g} s")
+    ax.legend(fontsize=8, ncol=4)
+    files += _save_figure(fig, out, "fig12d")
+    return files
+
+
+#: Queue policies of vClos Table 6 (FIFO, EDF, fewest GPUs first).
+TABLE6_QUEUES: tuple[str, ...] = ("fifo", "edf", "smallest-first")
+#: vClos Table 6: mean JCT (s) per queue policy and strategy, CLUSTER512, lambda 120 s.
+TABLE6_PAPER: Mapping[str, Mapping[str, float]] = {
+    "fifo": TABLE5_PAPER[120.0],
+    "edf": {"ocs-vclos": 4198.5, "vclos": 4401.4, "best": 4176.5, "sr": 4685.5,
+            "balanced": 5020.9, "ecmp": 7658.6},
+    "smallest-first": {"ocs-vclos": 4081.6, "vclos": 4137.2, "best": 4029.9, "sr": 4250.5,
+                       "balanced": 4607.8, "ecmp": 6667.6},
+}  # fmt: skip
+#: vClos Table 7 (TPUv4 job mix): mean JRT, JWT and JCT (s) per strategy.
+TABLE7_PAPER: Mapping[str, Mapping[str, float]] = {
+    "jrt": {"ocs-vclos": 3856.1, "vclos": 3856.1, "best": 3856.1, "sr": 3858.0,
+            "balanced": 3861.6, "ecmp": 4968.8},
+    "jwt": {"ocs-vclos": 8101.9, "vclos": 8102.8, "best": 8101.9, "sr": 8115.7,
+            "balanced": 8160.2, "ecmp": 17839.8},
+    "jct": {"ocs-vclos": 11958.1, "vclos": 11958.9, "best": 11958.1, "sr": 11973.7,
+            "balanced": 12021.8, "ecmp": 22808.7},
+}  # fmt: skip
+
+
+def run_vclos_table6(
+    out_dir: str | Path,
+    *,
+    queues: Sequence[str] = TABLE6_QUEUES,
+    lambda_s: float = 120.0,
+    jobs: int = 5000,
+    seeds: Sequence[int] = (1, 2, 3),
+    exposure: str = "literal",
+    workers: int | None = None,
+    progress: bool = True,
+) -> Any:
+    """vClos Table 6: mean JCT of every strategy under FIFO, EDF and fewest-GPU-first
+    queueing (CLUSTER512, ``vclos-helios`` at ``lambda_s``; a job's deadline is its arrival
+    plus twice its run time), beside the paper's. Writes ``table6.csv``/``.md``."""
+    from lumoscore.experiments.presets import TaskOutput, _write_table
+
+    _check(jobs, seeds, queues)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    trace = {"preset": "vclos-helios", "jobs": jobs, "beta_s": float(lambda_s)}
+    got = _run_strategies(
+        ResultStore(out / "store"), [(q, trace, q) for q in queues], gpus=512, seeds=seeds,
+        exposure=exposure, workers=workers, progress=progress,
+    )  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    for q in queues:
+        paper = TABLE6_PAPER.get(q, {}) if lambda_s == 120.0 else {}
+        rows.append(_jct_row({"queue": q, "lambda_s": float(lambda_s)}, got, q, paper))
+    files = _write_table(out, "table6", rows)
+    return TaskOutput(tuple(files), tuple(rows))
+
+
+def run_vclos_table7(
+    out_dir: str | Path,
+    *,
+    jobs: int = 5000,
+    seeds: Sequence[int] = (1, 2, 3),
+    load: float | None = None,
+    exposure: str = "literal",
+    workers: int | None = None,
+    progress: bool = True,
+) -> Any:
+    """vClos Table 7: mean JRT, JWT and JCT of every strategy with the TPUv4 job mix
+    (``vclos-tpuv4`` at ``load``, default its own level
+    :data:`~lumoscore.workload.presets.VCLOS_TPUV4_LEVEL`), CLUSTER512, beside the paper's.
+    Writes ``table7.csv``/``.md``."""
+    from lumoscore.experiments.presets import TaskOutput, _write_table
+    from lumoscore.workload.presets import VCLOS_TPUV4_LEVEL
+
+    _check(jobs, seeds, [1])
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    # the level is in the run config (and so in the store key), not left to the preset
+    trace = {"preset": "vclos-tpuv4", "jobs": jobs, "load": float(load or VCLOS_TPUV4_LEVEL)}
+    got = _run_strategies(
+        ResultStore(out / "store"), [("tpuv4", trace, "fifo")], gpus=512, seeds=seeds,
+        exposure=exposure, workers=workers, progress=progress,
+    )  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    for crit in ("jrt", "jwt", "jct"):
+        row: dict[str, Any] = {"criterion": crit}
+        for label, *_ in VCLOS_CASES:
+            row[f"{label}_s"] = _mean(got[("tpuv4", label)], f"mean_{crit}_s")
+            row[f"{label}_paper_s"] = TABLE7_PAPER[crit].get(label, float("nan"))
+        row["ordered_as_paper"] = _ordered(row, "_s")
+        rows.append(row)
+    files = _write_table(out, "table7", rows)
+    return TaskOutput(tuple(files), tuple(rows))
 
 
 #: Cluster sizes of the Fig. 2 study (GPUs; leaf-spine shapes of :func:`leaf_spine_shape`).

@@ -451,7 +451,8 @@ class VClosAllocator:
     Attributes
     ----------
     refusals : dict
-        Refused allocations per cause (:data:`REFUSAL_CAUSES`).
+        Refused allocations per cause (:data:`REFUSAL_CAUSES`); :meth:`describe` also counts
+        the jobs refused at least once per cause (``refused_jobs_<cause>``).
     stage_counts : list of int
         Allocations per stage.
     search_s : list of float
@@ -504,6 +505,7 @@ class VClosAllocator:
         self.spine_partner = (sp_p * self.S + sp_m).astype(np.int64)
         self.jobs: dict[int, VClosAllocation] = {}
         self.refusals = dict.fromkeys(REFUSAL_CAUSES, 0)
+        self._refused_jobs: dict[str, set[int]] = {c: set() for c in REFUSAL_CAUSES}
         self.last_refusal: str | None = None
         self.stage_counts = [0, 0, 0, 0]
         self.rewired_circuits = 0
@@ -564,6 +566,7 @@ class VClosAllocator:
         if choice is None:
             self.last_refusal = cause
             self.refusals[cause] += 1
+            self._refused_jobs[cause].add(int(job_id))
             return None
         self.last_refusal = None
         return self._commit(job_id, int(n), choice, elapsed)
@@ -844,11 +847,15 @@ class VClosAllocator:
         Clos, stages 2-3: ``virtual_clos_ms_*``)."""
         t = np.array(self.search_s) if self.search_s else np.zeros(1)
         net = np.array([s for stage, s in self.placed if stage >= 2] or [0.0])
+        gpu_side = self._refused_jobs["gpus"] | self._refused_jobs["servers"]
         return {
             "allocator": self.mode,
             "search": self.search,
             "allocations_per_stage": list(self.stage_counts),
             **{f"refusals_{k}": int(v) for k, v in self.refusals.items()},
+            **{f"refused_jobs_{k}": len(v) for k, v in self._refused_jobs.items()},
+            # jobs refused for want of GPUs or of idle servers (vClos Table 2 "GPU")
+            "refused_jobs_gpu_side": len(gpu_side),
             "rewired_circuits": int(self.rewired_circuits),
             "allocation_ms_median": float(np.median(t) * 1e3),
             "allocation_ms_p99": float(np.quantile(t, 0.99) * 1e3),

@@ -13,6 +13,7 @@ collective                 steps (rounds)                        total bytes of 
 ring all-reduce            ``2(N-1)`` of ``S/N`` (i -> i+1)      ``2(N-1) S``
 hierarchical ring          ``(m-1) + 2(G-1) + (m-1)``            ``2(N-1) S``  (``N = G m``)
 halving-doubling           ``2 log2 M`` (+2 fold steps)          ``2(M-1) S + 2(N-M) S``
+double binary tree         ``2 D`` (tree depth ``D``) of ``S/2``   ``2(N-1) S``
 pairwise all-to-all        ``N-1`` of ``S/N`` (i -> i+t)         ``(N-1) S``
 pod-aware all-to-all       ``N`` of ``S/N`` (Eq. 44)             ``(N-1) S``
 pipeline send/recv         ``pp-1`` per direction, ``S`` each    ``(pp-1) M S`` per direction
@@ -41,6 +42,9 @@ from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.traffic.flows import Flows, Round, Schedule
 
 __all__ = [
+    "binary_tree_parents",
+    "double_binary_tree",
+    "double_binary_tree_bytes",
     "halving_doubling",
     "halving_doubling_bytes",
     "hierarchical_ring",
@@ -278,6 +282,97 @@ def halving_doubling_bytes(n: int, size_bytes: float, groups: int = 1) -> float:
         return 0.0
     M = 1 << (n.bit_length() - 1)
     return float(groups * (2 * (M - 1) + 2 * (n - M)) * size_bytes)
+
+
+# ---- double binary tree --------------------------------------------------------------------
+def binary_tree_parents(n: int, shift: int = 0) -> IntArray:
+    """Parent position of each of ``n`` ranks in a balanced in-order binary tree (root: -1).
+
+    The tree over positions ``0..n-1`` takes the middle position as the root and recurses on
+    both halves, so the leaves are (nearly) every other position. With ``shift`` the tree is
+    built over the positions relabelled ``(p + shift) mod n``: a shift of 1 makes the leaves of
+    one tree the inner nodes of the other (NCCL's double binary tree).
+
+    Examples
+    --------
+    >>> binary_tree_parents(7).tolist()
+    [1, 3, 1, -1, 5, 3, 5]
+    >>> binary_tree_parents(7, shift=1).tolist()  # leaves 1, 3, 5, 6 (first tree: 0, 2, 4, 6)
+    [2, 0, -1, 4, 2, 4, 0]
+    """
+    parent = np.full(n, -1, np.int64)
+    stack = [(0, n - 1, -1)]
+    while stack:
+        lo, hi, up = stack.pop()
+        if lo > hi:
+            continue
+        mid = (lo + hi) // 2
+        parent[mid] = up
+        stack.append((lo, mid - 1, mid))
+        stack.append((mid + 1, hi, mid))
+    if shift:  # relabel: node p of the tree is rank (p - shift) mod n
+        rank = (np.arange(n) - shift) % n
+        out = np.full(n, -1, np.int64)
+        out[rank] = np.where(parent >= 0, rank[np.maximum(parent, 0)], -1)
+        return out
+    return parent
+
+
+def _depths(parent: IntArray) -> IntArray:
+    depth = np.zeros(parent.size, np.int64)
+    for i in range(parent.size):
+        d, p = 0, parent[i]
+        while p >= 0:
+            d, p = d + 1, parent[p]
+        depth[i] = d
+    return depth
+
+
+def double_binary_tree(ranks: ArrayLike, size_bytes: float) -> Schedule:
+    """Double-binary-tree all-reduce (Sanders et al.; NCCL; vClos §5.3): two binary trees over
+    the ranks (:func:`binary_tree_parents`, the second shifted by one), each reducing half of
+    the buffer up to its root and broadcasting it back down. Round ``t`` of the reduce sends
+    ``S/2`` from every node of depth ``D - t`` of both trees to its parent; the broadcast
+    mirrors it (``2 D`` rounds, ``D`` the deeper tree's depth). Not a leaf-wise permutation:
+    a parent receives from two children at once.
+
+    Examples
+    --------
+    >>> s = double_binary_tree([0, 1, 2, 3, 4, 5, 6], 8.0)
+    >>> len(s), float(s[0].flows.bytes[0]), s[-1].tag
+    (4, 4.0, 'dbt-broadcast')
+    >>> s.total_bytes == double_binary_tree_bytes(7, 8.0)
+    True
+    """
+    g = _groups(ranks)
+    S = _size(size_bytes)
+    n = g.shape[1]
+    if n < 2:
+        return Schedule()
+    trees = [binary_tree_parents(n), binary_tree_parents(n, shift=1)]
+    depths = [_depths(p) for p in trees]
+    D = int(max(d.max() for d in depths))
+    up: list[Round] = []
+    down: list[Round] = []
+    for level in range(D, 0, -1):
+        kids = [np.flatnonzero(d == level) for d in depths]
+        src = np.concatenate([g[:, k] for k in kids], axis=1)
+        dst = np.concatenate([g[:, p[k]] for p, k in zip(trees, kids, strict=True)], axis=1)
+        up.append(Round(_step(src, dst, S / 2), tag="dbt-reduce"))
+        down.append(Round(_step(dst, src, S / 2), tag="dbt-broadcast"))
+    return _schedule(up + down[::-1])
+
+
+def double_binary_tree_bytes(n: int, size_bytes: float, groups: int = 1) -> float:
+    """Closed form of :func:`double_binary_tree`: every tree edge carries ``S/2`` up and
+    ``S/2`` down in each of the two trees, ``2 (N-1) S`` per group.
+
+    Examples
+    --------
+    >>> double_binary_tree_bytes(7, 8.0)
+    96.0
+    """
+    return float(groups * 2 * max(n - 1, 0) * size_bytes)
 
 
 # ---- all-to-all ---------------------------------------------------------------------------

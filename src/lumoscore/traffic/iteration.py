@@ -79,7 +79,11 @@ from numpy.typing import ArrayLike, NDArray
 from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.registry import Registry
 from lumoscore.topology.cluster import ClusterSpec
-from lumoscore.traffic.collectives import halving_doubling, pairwise_all_to_all
+from lumoscore.traffic.collectives import (
+    double_binary_tree,
+    halving_doubling,
+    pairwise_all_to_all,
+)
 from lumoscore.traffic.flows import Flows, Round, Schedule
 from lumoscore.workload.job import REFERENCE_PORT_GBPS, Job
 
@@ -88,6 +92,7 @@ __all__ = [
     "all_to_all_steps",
     "alternating_rings",
     "class_times_s",
+    "double_binary_tree_steps",
     "halving_doubling_steps",
     "iteration_flows",
     "rank_grid",
@@ -538,6 +543,12 @@ def halving_doubling_steps(rails: IntArray) -> DPFlows:
     return f.src, f.dst, f.bytes
 
 
+def double_binary_tree_steps(rails: IntArray) -> DPFlows:
+    """Every step of a double-binary-tree all-reduce on each rail, merged."""
+    f = double_binary_tree(rails, 1.0).merged()
+    return f.src, f.dst, f.bytes
+
+
 def all_to_all_steps(rails: IntArray) -> DPFlows:
     """Every step of a pairwise all-to-all on each rail, merged."""
     f = pairwise_all_to_all(rails, 1.0).merged()
@@ -553,6 +564,7 @@ DP_COLLECTIVES.register("ring", alternating_rings)
 DP_COLLECTIVES.register("hierarchical-ring", alternating_rings)
 DP_COLLECTIVES.register("halving-doubling", halving_doubling_steps)
 DP_COLLECTIVES.register("all-to-all", all_to_all_steps)
+DP_COLLECTIVES.register("double-binary-tree", double_binary_tree_steps)
 
 
 def _dp_patterns(job: Job, grid: IntArray) -> list[DPFlows]:

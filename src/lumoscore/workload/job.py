@@ -36,7 +36,13 @@ __all__ = [
 REFERENCE_PORT_GBPS = 1600.0
 
 #: Data-parallel collective algorithms a job may use.
-COLLECTIVES: tuple[str, ...] = ("ring", "hierarchical-ring", "halving-doubling", "all-to-all")
+COLLECTIVES: tuple[str, ...] = (
+    "ring",
+    "hierarchical-ring",
+    "halving-doubling",
+    "all-to-all",
+    "double-binary-tree",
+)
 
 
 @dataclass(frozen=True)
