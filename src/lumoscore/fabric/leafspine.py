@@ -340,11 +340,6 @@ class VClosFabric(LeafSpineFabric):
         self._pos = np.full(self.gpus, -1, np.int64)
 
     @property
-    def load_aware(self) -> bool:
-        """Routes depend only on the job."""
-        return False
-
-    @property
     def free_gpus(self) -> int:
         """GPUs held by no job (the simulator's fragmentation count)."""
         return self.allocator.free_gpus

@@ -640,7 +640,7 @@ class VClosAllocator:
             if l != 2:
                 continue
             per = s // self.unit
-            nports = np.array([self._free_ports(n).size for n in range(self.L)])
+            nports = (self.port_owner < 0).reshape(self.L, self.S).sum(axis=1)
             ok = np.flatnonzero((units >= per) & (nports >= s))
             if ok.size < 2:
                 return None
@@ -664,9 +664,6 @@ class VClosAllocator:
                 out.append((int(leaf), t))
                 left -= t
         return out if left == 0 else None
-
-    def _one_spine_gpu_ok(self, n: int, units: IntArray) -> bool:
-        return self._one_spine_layout(n, units) is not None
 
     def _one_spine(self, n: int, units: IntArray) -> _Choice | None:
         sp_free = self.spine_free_ports()

@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 import numpy as np
@@ -245,6 +245,19 @@ class Preset:
 #: (research exposure, 4096 GPUs, beta 2000 s) 11,976 s against the published 11,609 s.
 PUBLISHED_SIZE_DURATION_RHO: float = 0.43
 
+#: The vClos evaluation's jobs (vClos §8.1, §9.2); ``vclos-tpuv4`` changes only their sizes.
+_VCLOS_HELIOS = Preset(
+    name="vclos-helios",
+    description="vClos §9.2: Helios-based sizes 1-256 GPUs, CNN/BERT/DLRM/MoE jobs",
+    size_mix=VCLOS_SIZE_MIX,
+    duration=VCLOS_DURATION,
+    default_beta_s=120.0,
+    collectives=tuple((c, 1 / 3) for c in VCLOS_COLLECTIVES),
+    parallelism="vclos",
+    models=VCLOS_MODELS,
+    deadline_factor=VCLOS_DEADLINE_FACTOR,
+)
+
 #: The presets by name.
 PRESETS: Mapping[str, Preset] = MappingProxyType(
     {
@@ -273,28 +286,14 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
             duration=HELIOS_DURATION,
             default_beta_s=2000.0,
         ),
-        "vclos-helios": Preset(
-            name="vclos-helios",
-            description="vClos §9.2: Helios-based sizes 1-256 GPUs, CNN/BERT/DLRM/MoE jobs",
-            size_mix=VCLOS_SIZE_MIX,
-            duration=VCLOS_DURATION,
-            default_beta_s=120.0,
-            collectives=tuple((c, 1 / 3) for c in VCLOS_COLLECTIVES),
-            parallelism="vclos",
-            models=VCLOS_MODELS,
-            deadline_factor=VCLOS_DEADLINE_FACTOR,
-        ),
-        "vclos-tpuv4": Preset(
+        "vclos-helios": _VCLOS_HELIOS,
+        "vclos-tpuv4": replace(
+            _VCLOS_HELIOS,
             name="vclos-tpuv4",
             description="vClos §9.8: the vclos-helios jobs with TPUv4 slice sizes",
             size_mix=TPUV4_SIZE_MIX,
-            duration=VCLOS_DURATION,
             default_beta_s=None,
             default_load=VCLOS_TPUV4_LEVEL,
-            collectives=tuple((c, 1 / 3) for c in VCLOS_COLLECTIVES),
-            parallelism="vclos",
-            models=VCLOS_MODELS,
-            deadline_factor=VCLOS_DEADLINE_FACTOR,
         ),
         "lumoscore-published": Preset(
             name="lumoscore-published",
