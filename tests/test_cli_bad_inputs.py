@@ -139,6 +139,22 @@ def test_mutated_valid_files_get_one_line_or_a_result(
         (["simulate", "--preset", "lumoscore-paper", "--routing", "teleport"], "routing"),
         (["simulate", "--preset", "lumoscore-paper", "--exposure", "x"], "exposure"),
         (["run", "--exposure", "x", "--dry-run"], "exposure"),
+        (["simulate", "--preset", "vclos-testbed", "--option", "spines"], "KEY=VALUE"),
+        (
+            [
+                "simulate",
+                "--arch",
+                "vclos-leaf-spine",
+                "--gpus",
+                "32",
+                "--preset",
+                "vclos-testbed",
+                "--option",
+                "spinez=4",
+            ],
+            "spinez unknown; allowed: gpus_per_leaf",
+        ),
+        (["simulate", "--preset", "vclos-testbed", "--placer", "nope"], "allowed: server"),
     ],
 )
 def test_listed_cases_get_one_line(

@@ -187,6 +187,7 @@ def test_every_run_field_is_sweepable(path: str) -> None:
         "routing": ["ecmp", "source"],
         "placer": ["server", "locality"],
         "rail_optimized": [False, True],
+        "fabric_options": [{}, {"gpus_per_server": 8}],
         "queue": ["fifo", "edf"],
         "eps": [0.0, 0.1],
         "exposure": ["literal", "research"],
@@ -229,6 +230,36 @@ def test_placer_table_per_architecture_and_store_keys() -> None:
     assert doc.pop("placer") is None
     with pytest.raises(pydantic.ValidationError, match="placer"):
         RunConfig(arch="best", gpus=512, placer="nope")
+
+
+def test_fabric_options_reach_the_fabric_per_architecture_and_keep_old_keys() -> None:
+    from lumoscore.experiments.runner import run_one
+    from lumoscore.experiments.store import run_key
+
+    exp = ExperimentConfig(
+        gpus=32,
+        architectures=["vclos", "vclos-leaf-spine"],
+        fabric_options={"vclos-leaf-spine": {"gpus_per_server": 4, "spines": 6,
+                                              "gpus_per_leaf": 4}},
+        trace={"jobs": 4, "preset": "vclos-testbed"},
+        exposure="literal",
+    )  # fmt: skip
+    plain, recmp = expand(exp)
+    assert plain.fabric_options == {}
+    fabric = recmp.make_fabric()
+    assert (fabric.L, fabric.S, fabric.spec.gpus_per_server) == (8, 6, 4)
+    assert run_one(recmp).summary["jobs"] == 4
+    # empty options leave the key as it was before the field existed
+    doc = plain.model_dump(mode="python")
+    assert doc.pop("fabric_options") == {}
+    assert run_key(plain) != run_key(recmp)
+    assert hash(recmp) == hash(recmp.model_copy())
+    with pytest.raises(pydantic.ValidationError, match="spinez unknown; allowed: gpus_per_leaf"):
+        RunConfig(arch="vclos-leaf-spine", gpus=32, fabric_options={"spinez": 3})
+    with pytest.raises(pydantic.ValidationError, match="gpus_per_server=3"):
+        RunConfig(arch="vclos", gpus=32, fabric_options={"gpus_per_server": 3})
+    with pytest.raises(pydantic.ValidationError, match="fabric_options: 'best' not in"):
+        ExperimentConfig(architectures=["vclos"], fabric_options={"best": {}})
 
 
 def test_run_config_is_hashable_and_frozen() -> None:

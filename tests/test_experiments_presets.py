@@ -30,6 +30,8 @@ runner = CliRunner()
 SIMULATIONS = [n for n, p in PAPER_PRESETS.items() if p.kind == "simulation"]
 TASKS = [n for n, p in PAPER_PRESETS.items() if p.kind == "task"]
 EXPECTED = {
+    "vclos-table4",
+    "vclos-fig13",
     "vclos-table6",
     "vclos-table7",
     "vclos-fig2",
@@ -54,6 +56,8 @@ def test_registry_holds_every_paper_item() -> None:
         "table6",
         "sec6.6",
         "vclos-fig2",
+        "vclos-fig13",
+        "vclos-table4",
         "vclos-table5",
         "vclos-table6",
         "vclos-table7",

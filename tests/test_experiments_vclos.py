@@ -68,3 +68,38 @@ def test_tables_6_and_7_write_ours_beside_the_paper(tmp_path):
     jrt, jwt, jct = (r["best_s"] for r in seven.rows)
     assert abs(jrt + jwt - jct) < 1e-6 * jct
     assert seven.rows[2]["ecmp_paper_s"] == TABLE7_PAPER["jct"]["ecmp"]
+
+
+def test_table4_runs_the_testbed_with_redundant_ecmp(tmp_path):
+    from lumoscore.experiments.store import ResultStore
+    from lumoscore.experiments.vclos import TABLE4_CASES, TABLE4_PAPER, run_vclos_table4
+
+    out = run_vclos_table4(tmp_path, jobs=30, seeds=(1, 2), workers=1, progress=False)
+    jrt, jwt, jct = out.rows
+    assert jrt["ecmp_paper_s"] == TABLE4_PAPER["jrt"]["ecmp"]
+    # isolation: vClos and OCS-vClos run every job at its contention-free run time
+    assert jrt["vclos_s"] == pytest.approx(jrt["ocs-vclos_s"])
+    assert jrt["ecmp_s"] >= jrt["vclos_s"] and jrt["recmp_s"] >= jrt["vclos_s"]
+    for label, *_ in TABLE4_CASES:
+        assert jrt[f"{label}_s"] + jwt[f"{label}_s"] == pytest.approx(jct[f"{label}_s"])
+    store = ResultStore(tmp_path / "store")
+    keys = store.keys()
+    spines = {store.info(k)["fabric"]["spines"] for k in keys}
+    assert spines == {4, 6}  # the testbed's 4 spines, and rECMP's 50 % more links
+    sizes = pd.read_csv(tmp_path / "table4-sizes.csv")
+    assert set(sizes["gpus"]) <= {2, 4, 8, 16}
+    # jobs on one server never touch the network: every strategy runs them alike
+    small = sizes[sizes["gpus"] <= 4]
+    assert (small["ecmp_over_vclos"].abs() < 1e-9).all()
+
+
+def test_fig13_writes_both_clusters_and_the_papers_claims(tmp_path):
+    from lumoscore.experiments.vclos import FIG13_PAPER, run_vclos_fig13
+
+    out = run_vclos_fig13(
+        tmp_path, clusters=((512, 120.0),), jobs=30, seeds=(1,), workers=1, progress=False
+    )
+    assert [r["strategy"] for r in out.rows] == [label for label, *_ in VCLOS_CASES]
+    claims = pd.read_csv(tmp_path / "fig13-claims.csv")
+    assert len(claims) == sum(1 for g, *_ in FIG13_PAPER if g == 512)
+    assert {p.name for p in out.files} >= {"fig13.csv", "fig13.png", "fig13-claims.csv"}

@@ -272,6 +272,23 @@ def test_cli_simulate_json(tmp_path) -> None:
     assert (table["jrt_s"] - table["ideal_jrt_s"]).abs().max() < 1e-6
 
 
+def test_cli_simulate_takes_fabric_options_and_a_placer() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from lumoscore.cli import build_app
+
+    argv = ["simulate", "--arch", "vclos-leaf-spine", "--gpus", "32", "--preset",
+            "vclos-testbed", "--jobs", "20", "--exposure", "literal", "--json",
+            "--option", "gpus_per_server=4", "--option", "spines=6",
+            "--option", "gpus_per_leaf=4", "--placer", "server"]  # fmt: skip
+    res = CliRunner().invoke(build_app(), argv)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert (doc["fabric"]["spines"], doc["fabric"]["gpus_per_leaf"], doc["jobs"]) == (6, 4, 20)
+
+
 def test_cli_simulate_bad_input_exit_2() -> None:
     from lumoscore.cli import main
 

@@ -60,7 +60,7 @@ def test_generate_load_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         (
             ["--preset", "nope"],
             r"unknown value 'nope' \(allowed: lumoscore-paper, vclos, tpuv4, vclos-helios, "
-            r"vclos-tpuv4, lumoscore-published\)",
+            r"vclos-tpuv4, vclos-testbed, lumoscore-published\)",
         ),
         (["--beta", "100", "--load", "0.5"], "exclusive"),
         (["--jobs", "0"], "n_jobs"),

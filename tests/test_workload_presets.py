@@ -297,3 +297,22 @@ def test_vclos_helios_jobs_follow_the_vclos_rules() -> None:
     assert set(t.collective) == {"ring", "hierarchical-ring", "halving-doubling"}
     mean = get_preset("vclos-helios").duration.mean_s()
     assert abs(t.duration_s.mean() / mean - 1) < 0.05
+
+
+def test_vclos_testbed_jobs_sit_on_four_gpu_servers() -> None:
+    from lumoscore.workload.distributions import VCLOS_TESTBED_MEAN_S
+    from lumoscore.workload.presets import VCLOS_TESTBED_MODELS
+
+    t = generate_trace("vclos-testbed", 4000, seed=5, cluster_gpus=32)
+    assert set(np.unique(t.gpus)) == {2, 4, 8, 16}
+    counts = np.bincount(t.gpus)[[2, 4, 8, 16]]
+    assert np.all(np.abs(counts / 4000 - 0.25) < 0.03)  # uniform
+    assert set(t.model) == set(VCLOS_TESTBED_MODELS)
+    assert np.all(t.tp == np.gcd(t.gpus, 4)) and np.all(t.tp * t.dp == t.gpus)
+    assert abs(t.duration_s.mean() / VCLOS_TESTBED_MEAN_S - 1) < 0.05
+    # the run-time shape is vclos-helios's, scaled
+    helios = get_preset("vclos-helios").duration
+    testbed = get_preset("vclos-testbed").duration
+    q = np.array([0.1, 0.5, 0.9])
+    ratio = testbed.quantile(q) / helios.quantile(q)
+    assert np.allclose(ratio, VCLOS_TESTBED_MEAN_S / helios.mean_s())

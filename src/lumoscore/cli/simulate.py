@@ -16,7 +16,7 @@ from lumoscore.cli._common import JsonOption, emit_json, out_console
 from lumoscore.errors import ConfigError
 from lumoscore.sim.queueing import QUEUE_POLICIES
 
-__all__ = ["register", "summary_table"]
+__all__ = ["parse_options", "register", "summary_table"]
 
 
 def summary_table(title: str, rows: list[tuple[str, dict[str, float]]]) -> Table:
@@ -45,6 +45,34 @@ def summary_table(title: str, rows: list[tuple[str, dict[str, float]]]) -> Table
     return table
 
 
+def parse_options(items: list[str]) -> dict[str, int | float | bool | str]:
+    """``KEY=VALUE`` strings as a dict; values become int, float or bool where they read as
+    one (``true``/``false``), else stay strings.
+
+    Examples
+    --------
+    >>> parse_options(["spines=6", "port_gbps=100.5", "polarized=true", "search=ilp"])
+    {'spines': 6, 'port_gbps': 100.5, 'polarized': True, 'search': 'ilp'}
+    """
+    out: dict[str, int | float | bool | str] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip() or not raw.strip():
+            raise ConfigError(f"--option {item!r}: expected KEY=VALUE, e.g. spines=6")
+        value: int | float | bool | str = raw.strip()
+        if raw.strip().lower() in ("true", "false"):
+            value = raw.strip().lower() == "true"
+        else:
+            for cast in (int, float):
+                try:
+                    value = cast(raw)
+                    break
+                except ValueError:
+                    continue
+        out[key.strip()] = value
+    return out
+
+
 def simulate(
     arch: Annotated[
         str,
@@ -65,7 +93,7 @@ def simulate(
         typer.Option(
             "--preset",
             help="Trace preset to generate instead of --trace: lumoscore-published, "
-            "lumoscore-paper, vclos, tpuv4, vclos-helios, vclos-tpuv4.",
+            "lumoscore-paper, vclos, tpuv4, vclos-helios, vclos-tpuv4, vclos-testbed.",
         ),
     ] = None,
     jobs: Annotated[
@@ -85,6 +113,22 @@ def simulate(
             "ecmp, balanced, source, ideal; LumosCore: planned (default), ecmp, probing, "
             "ideal; vclos-leaf-spine: ecmp (default), balanced, source, ideal; vclos, "
             "ocs-vclos, ocs-relax: vclos; Best: ideal.",
+        ),
+    ] = None,
+    placer: Annotated[
+        str | None,
+        typer.Option(
+            "--placer",
+            help="Placer (default: the architecture's): server, fabric, vclos, locality.",
+        ),
+    ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            help="Fabric option KEY=VALUE, repeatable: gpus_per_server and the "
+            "architecture's own (e.g. spines=6, gpus_per_leaf=4 on vclos-leaf-spine; "
+            "reconfig_delay_s on LumosCore). An unknown key lists the allowed ones.",
         ),
     ] = None,
     queue: Annotated[
@@ -136,7 +180,8 @@ def simulate(
         raise ConfigError("--beta and --load apply to --preset traces only")
     if beta is not None and load is not None:
         raise ConfigError("give at most one of --beta and --load")
-    fabric = make_fabric(arch, gpus, routing=routing, seed=seed)
+    options = parse_options(option or [])
+    fabric = make_fabric(arch, gpus, routing=routing, seed=seed, **options)
     if trace is not None:
         tr = read_trace(trace)
     else:
@@ -165,6 +210,7 @@ def simulate(
             queue=queue,
             eps=eps,
             exposure=exposure,
+            placer=placer,
             progress=lambda done, total: bar.update(task, completed=done),
         )
         with frozen_gc():  # (this process runs one simulation at a time)
@@ -176,6 +222,8 @@ def simulate(
         if trace
         else {"preset": preset, "jobs": jobs, "beta_s": beta, "load": load},
         "routing": routing,
+        "placer": placer,
+        "fabric_options": options,
         "queue": queue,
         "seed": seed,
         "eps": eps,

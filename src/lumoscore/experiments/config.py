@@ -35,7 +35,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 from lumoscore.errors import ConfigError
 from lumoscore.experiments.architectures import PAPER_ARCHITECTURES
@@ -203,6 +212,11 @@ class RunConfig(BaseModel):
         Rail-optimized intra-pod wiring (Clos fabrics only; LumosCore Fig. 24); ``None`` (the
         default) is the fabric's plain wiring and marks the field as not applicable (like
         ``routing`` for Best).
+    fabric_options : dict
+        Further options of :func:`~lumoscore.fabric.presets.make_fabric`:
+        ``gpus_per_server`` and the architecture's own (e.g. ``spines`` of the vClos
+        leaf-spine clusters, ``reconfig_delay_s`` of LumosCore); an unknown option or value
+        is an error naming the allowed ones. Empty (the default): the architecture's defaults.
     queue : str
         Queue policy (:data:`~lumoscore.sim.queueing.QUEUE_POLICIES`).
     eps : float
@@ -231,6 +245,9 @@ class RunConfig(BaseModel):
     routing: str | None = None
     placer: str | None = None
     rail_optimized: bool | None = None
+    fabric_options: dict[str, StrictInt | StrictFloat | StrictBool | str] = Field(
+        default_factory=dict
+    )
     queue: str = "fifo"
     eps: float = Field(0.0, ge=0, allow_inf_nan=False)
     exposure: str = "research"
@@ -263,18 +280,30 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _fabric_builds(self) -> RunConfig:
-        if self.routing is not None or self.rail_optimized is not None:
+        if self.routing is not None or self.rail_optimized is not None or self.fabric_options:
             try:
-                make_fabric(
-                    self.arch,
-                    self.gpus,
-                    routing=self.routing,
-                    seed=self.seed,
-                    rail_optimized=bool(self.rail_optimized),
-                )
+                self.make_fabric()
             except ConfigError as exc:
                 raise ValueError(f"{exc} (arch {self.arch!r})") from None
+            except (TypeError, ValueError) as exc:  # an option value the fabric cannot take
+                raise ValueError(
+                    f"fabric_options {self.fabric_options}: {exc} (arch {self.arch!r})"
+                ) from None
         return self
+
+    def __hash__(self) -> int:  # fabric_options is a dict: hash the canonical dump instead
+        return hash(self.model_dump_json())
+
+    def make_fabric(self) -> Any:
+        """The run's fabric (:func:`~lumoscore.fabric.presets.make_fabric`)."""
+        return make_fabric(
+            self.arch,
+            self.gpus,
+            routing=self.routing,
+            seed=self.seed,
+            rail_optimized=bool(self.rail_optimized),
+            **self.fabric_options,
+        )
 
     def label(self) -> str:
         """A short human-readable description.
@@ -344,7 +373,8 @@ class ExperimentConfig(BaseModel):
     list (``jobs``, ``beta_s``, ``load`` and ``load_basis`` may also be given at the top
     level); ``seeds`` a list or a count ``n`` (seeds ``1..n``); ``routing`` a policy for every
     architecture or a table ``{arch = policy}``; ``placer`` a table ``{arch = placer}``
-    (default: each fabric's own); ``sweep`` maps a :class:`RunConfig` field
+    (default: each fabric's own); ``fabric_options`` a table ``{arch = {option = value}}``
+    (:attr:`RunConfig.fabric_options`); ``sweep`` maps a :class:`RunConfig` field
     path to the list of values to try. ``output`` defaults to ``results/<name>``.
 
     Examples
@@ -365,6 +395,7 @@ class ExperimentConfig(BaseModel):
     trace: ExperimentTrace = ExperimentTrace()
     routing: str | dict[str, str] | None = None
     placer: dict[str, str] | None = None
+    fabric_options: dict[str, dict[str, StrictInt | StrictFloat | StrictBool | str]] | None = None
     queue: str = "fifo"
     eps: float | list[float] = 0.0
     exposure: str = "research"
@@ -452,13 +483,21 @@ class ExperimentConfig(BaseModel):
             return v
         return {_canonical_arch(k): _registered(PLACERS, p) for k, p in v.items()}
 
+    @field_validator("fabric_options")
+    @classmethod
+    def _canonical_option_keys(cls, v: Any) -> Any:
+        return None if v is None else {_canonical_arch(k): o for k, o in v.items()}
+
     @model_validator(mode="after")
-    def _routing_names_listed_archs(self) -> ExperimentConfig:
-        if isinstance(self.routing, dict):
-            extra = sorted(set(self.routing) - set(self.architectures))
+    def _tables_name_listed_archs(self) -> ExperimentConfig:
+        for field in ("routing", "placer", "fabric_options"):
+            table = getattr(self, field)
+            if not isinstance(table, dict):
+                continue
+            extra = sorted(set(table) - set(self.architectures))
             if extra:
                 raise ValueError(
-                    f"routing: {', '.join(map(repr, extra))} not in architectures; allowed: "
+                    f"{field}: {', '.join(map(repr, extra))} not in architectures; allowed: "
                     f"{', '.join(self.architectures)}"
                 )
         return self
@@ -500,11 +539,13 @@ class ExperimentConfig(BaseModel):
             # only (Best routes ideally).
             routing = None if _routes_one_way(arch) else self.routing
         placer = (self.placer or {}).get(arch)
+        options = (self.fabric_options or {}).get(arch)
         return {
             "arch": arch,
             "trace": trace,
             "routing": routing,
             **({"placer": placer} if placer is not None else {}),
+            **({"fabric_options": options} if options else {}),
             "queue": self.queue,
             "eps": self.eps if not isinstance(self.eps, list) else 0.0,
             "exposure": self.exposure,

@@ -49,6 +49,8 @@ from lumoscore.experiments.config import (
 )
 from lumoscore.experiments.vclos import (
     run_vclos_fig2,
+    run_vclos_fig13,
+    run_vclos_table4,
     run_vclos_table5,
     run_vclos_table6,
     run_vclos_table7,
@@ -939,6 +941,22 @@ def _task_presets() -> list[PaperPreset]:
             full_command="lumos run --preset vclos-fig2",
         ),
         PaperPreset(
+            name="vclos-table4",
+            title="vClos: the testbed's strategies on 32 GPUs, mean JRT and JWT",
+            paper="vClos Table 4 and §8.2",
+            description=(
+                "The testbed's 32 GPUs (8 servers of 4, one leaf each, 4 spines; rECMP with 6 "
+                "spines), 100 vclos-testbed jobs of 2-16 GPUs, seeds 1-10, literal exposure: "
+                "OCS-vClos, vClos, SR, rECMP and ECMP; table4 gives mean JRT, JWT and JCT "
+                "beside the paper's Table 4 and whether ours is ordered as it, table4-sizes "
+                "the mean JRT per job size (ECMP's rise over vClos beside §8.2's). Seconds."
+            ),
+            kind="task",
+            task=run_vclos_table4,
+            tiny={"jobs": 30, "seeds": (1,)},
+            full_command="lumos run --preset vclos-table4",
+        ),
+        PaperPreset(
             name="vclos-table5",
             title="vClos: mean JCT of seven strategies against the arrival rate, fragmentation",
             paper="vClos Tables 5 and 2",
@@ -956,6 +974,23 @@ def _task_presets() -> list[PaperPreset]:
             task=run_vclos_table5,
             tiny={"lambdas": (120.0,), "jobs": 60, "seeds": (1,)},
             full_command="lumos run --preset vclos-table5",
+        ),
+        PaperPreset(
+            name="vclos-fig13",
+            title="vClos: mean JRT, JWT and JCT per strategy on 512 and 2048 GPUs",
+            paper="vClos Fig. 13 and §9.4-9.5",
+            description=(
+                "CLUSTER512 at lambda = 120 s and CLUSTER2048 (64 leaves x 32 spines) at the "
+                "paper's lambda = 15 s, 5000 vclos-helios jobs, seeds 1-3, literal exposure: "
+                "the strategies of vclos-table5; fig13 gives every mean, fig13-claims the "
+                "relative changes §9.4-9.5 state beside ours. With vclos-table5's output "
+                "folder the 512-GPU runs are reused. About 15 min on two cores (ECMP on 2048 "
+                "GPUs takes about 2 min a run)."
+            ),
+            kind="task",
+            task=run_vclos_fig13,
+            tiny={"clusters": ((512, 120.0),), "jobs": 40, "seeds": (1,)},
+            full_command="lumos run --preset vclos-fig13",
         ),
         PaperPreset(
             name="vclos-table6",

@@ -115,18 +115,11 @@ def run_one(run_config: RunConfig, progress: Callable[[int, int], None] | None =
     >>> r.summary["jobs"], r.fabric["fabric"]
     (5, 'best')
     """
-    from lumoscore.fabric.presets import make_fabric
     from lumoscore.sim.engine import Simulator
     from lumoscore.workload import fitting_jobs, generate_trace, read_trace
 
     cfg = run_config
-    fabric = make_fabric(
-        cfg.arch,
-        cfg.gpus,
-        routing=cfg.routing,
-        seed=cfg.seed,
-        rail_optimized=bool(cfg.rail_optimized),
-    )
+    fabric = cfg.make_fabric()
     t = cfg.trace
     if t.file is not None:
         trace = read_trace(t.file)

@@ -116,8 +116,11 @@ def run_key(run_config: RunConfig) -> str:
     (True, False)
     """
     config = run_config.model_dump(mode="python")
-    if config.get("placer") is None:  # the default placer: keys of older stores stay valid
+    # fields at their defaults that older stores lack: their keys stay valid
+    if config.get("placer") is None:
         config.pop("placer", None)
+    if not config.get("fabric_options"):
+        config.pop("fabric_options", None)
     doc: dict[str, Any] = {
         "schema": STORE_SCHEMA,
         "lumoscore": lumoscore.__version__,

@@ -46,7 +46,11 @@ from lumoscore.experiments.store import ResultStore
 
 __all__ = [
     "FIG2_SIZES_GPUS",
+    "FIG13_CLUSTERS",
+    "FIG13_PAPER",
     "TABLE2_PAPER",
+    "TABLE4_CASES",
+    "TABLE4_PAPER",
     "TABLE5_PAPER",
     "TABLE6_PAPER",
     "TABLE7_PAPER",
@@ -54,6 +58,8 @@ __all__ = [
     "VCLOS_LAMBDAS_S",
     "hash_collisions",
     "run_vclos_fig2",
+    "run_vclos_fig13",
+    "run_vclos_table4",
     "run_vclos_table5",
     "run_vclos_table6",
     "run_vclos_table7",
@@ -114,20 +120,25 @@ def _run_strategies(
     exposure: str,
     workers: int | None,
     progress: bool,
+    cases: Sequence[tuple[Any, ...]] = VCLOS_CASES,
+    fabric_options: Mapping[str, Any] | None = None,
 ) -> dict[tuple[Any, str], list[dict[str, Any]]]:
-    """Run every strategy of :data:`VCLOS_CASES` for every row and seed (skipping runs the
-    store has); the ``run.json`` documents by ``(row value, strategy label)``."""
+    """Run every strategy of ``cases`` (``(label, arch, routing, placer[, options])``,
+    default :data:`VCLOS_CASES`) for every row and seed (skipping runs the store has), every
+    fabric with ``fabric_options`` and the case's own options; the ``run.json`` documents by
+    ``(row value, strategy label)``."""
     from lumoscore.experiments.runner import run_sweep
 
     runs = []
     for value, trace, queue in rows:
         for seed in seeds:
-            for label, arch, routing, placer in VCLOS_CASES:
+            for label, arch, routing, placer, *own in cases:
                 cfg = RunConfig(
                     arch=arch,
                     gpus=gpus,
                     routing=routing,
                     placer=placer,
+                    fabric_options={**(fabric_options or {}), **(own[0] if own else {})},
                     trace=trace,
                     queue=queue,
                     exposure=exposure,
@@ -146,9 +157,12 @@ def _mean(docs: Sequence[dict[str, Any]], field: str, part: str = "summary") -> 
     return float(np.mean([d[part].get(field, np.nan) for d in docs]))
 
 
-def _ordered(row: Mapping[str, Any], suffix: str = "_jct_s") -> bool:
-    """Whether the strategies of :data:`PAPER_ORDER` are ordered as in the paper."""
-    ours = [row[f"{k}{suffix}"] for k in PAPER_ORDER]
+def _ordered(
+    row: Mapping[str, Any], suffix: str = "_jct_s", order: Sequence[str] = PAPER_ORDER
+) -> bool:
+    """Whether the strategies of ``order`` (default :data:`PAPER_ORDER`) are ordered as in
+    the paper (non-decreasing)."""
+    ours = [row[f"{k}{suffix}"] for k in order]
     return bool(all(a <= b * (1 + ORDER_TOLERANCE) for a, b in itertools.pairwise(ours)))
 
 
@@ -165,6 +179,26 @@ def _jct_row(
         row[f"{label}_paper_jct_s"] = paper.get(label, float("nan"))
     row["ordered_as_paper"] = _ordered(row)
     return row
+
+
+def _criteria_rows(
+    got: Mapping[tuple[Any, str], list[dict[str, Any]]],
+    value: Any,
+    cases: Sequence[tuple[Any, ...]],
+    paper: Mapping[str, Mapping[str, float]],
+    order: Sequence[str],
+) -> list[dict[str, Any]]:
+    """One row per criterion (mean JRT, JWT, JCT): every strategy's mean at ``value`` beside
+    the paper's, and whether ours is ordered as ``order``."""
+    rows: list[dict[str, Any]] = []
+    for crit in ("jrt", "jwt", "jct"):
+        row: dict[str, Any] = {"criterion": crit}
+        for label, *_ in cases:
+            row[f"{label}_s"] = _mean(got[(value, label)], f"mean_{crit}_s")
+            row[f"{label}_paper_s"] = paper.get(crit, {}).get(label, float("nan"))
+        row["ordered_as_paper"] = _ordered(row, "_s", order)
+        rows.append(row)
+    return rows
 
 
 def _check(jobs: int, seeds: Sequence[int], *values: Sequence[Any]) -> None:
@@ -308,6 +342,90 @@ def _fig12(
     return files
 
 
+#: Clusters of vClos Fig. 13: ``(GPUs, lambda in s)`` (CLUSTER512 and CLUSTER2048, §9.4-9.5).
+FIG13_CLUSTERS: tuple[tuple[int, float], ...] = ((512, 120.0), (2048, 15.0))
+#: vClos §9.4-9.5's figures read from Fig. 13: ``(GPUs, name, strategy a, strategy b,
+#: metric, relative change of a against b)``.
+FIG13_PAPER: tuple[tuple[int, str, str, str, str, float], ...] = (
+    (512, "vClos/OCS-vClos JRT vs SR", "ocs-vclos", "sr", "jrt", -0.031),
+    (512, "vClos/OCS-vClos JRT vs Balanced", "ocs-vclos", "balanced", "jrt", -0.0617),
+    (512, "OCS-vClos JWT vs SR", "ocs-vclos", "sr", "jwt", -0.6565),
+    (512, "OCS-vClos JWT vs vClos", "ocs-vclos", "vclos", "jwt", -0.2035),
+    (512, "OCS-vClos JCT vs Best", "ocs-vclos", "best", "jct", 0.0338),
+    (2048, "OCS-vClos JRT vs SR", "ocs-vclos", "sr", "jrt", -0.0159),
+    (2048, "OCS-vClos JWT vs SR", "ocs-vclos", "sr", "jwt", -0.6491),
+    (2048, "vClos JWT vs OCS-vClos", "vclos", "ocs-vclos", "jwt", 0.1206),
+)
+
+
+def _change(a: float, b: float) -> float:
+    """Relative change of ``a`` against ``b`` (NaN when ``b`` is 0)."""
+    return a / b - 1 if b else float("nan")
+
+
+def run_vclos_fig13(
+    out_dir: str | Path,
+    *,
+    clusters: Sequence[tuple[int, float]] = FIG13_CLUSTERS,
+    jobs: int = 5000,
+    seeds: Sequence[int] = (1, 2, 3),
+    exposure: str = "literal",
+    workers: int | None = None,
+    progress: bool = True,
+) -> Any:
+    """vClos Fig. 13: mean JRT, JWT and JCT of every strategy on CLUSTER512 (lambda = 120 s)
+    and CLUSTER2048 (lambda = 15 s), ``vclos-helios`` jobs, means over ``seeds``. Writes
+    ``fig13.csv``/``.md`` (one row per cluster and strategy), ``fig13-claims`` (the relative
+    changes §9.4-9.5 state, :data:`FIG13_PAPER`, ours beside the paper's) and
+    ``fig13.png``/``.svg``. With the output folder of ``vclos-table5`` the CLUSTER512 runs are
+    shared."""
+    from lumoscore.experiments.presets import TaskOutput, _new_figure, _save_figure, _write_table
+
+    _check(jobs, seeds, clusters)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    store = ResultStore(out / "store")
+    rows: list[dict[str, Any]] = []
+    for gpus, lam in clusters:
+        trace = {"preset": "vclos-helios", "jobs": jobs, "beta_s": float(lam)}
+        got = _run_strategies(
+            store, [(float(lam), trace, "fifo")], gpus=int(gpus), seeds=seeds,
+            exposure=exposure, workers=workers, progress=progress,
+        )  # fmt: skip
+        for label, *_ in VCLOS_CASES:
+            docs = got[(float(lam), label)]
+            rows.append(
+                {"gpus": int(gpus), "lambda_s": float(lam), "strategy": label}
+                | {f"{m}_s": _mean(docs, f"mean_{m}_s") for m in ("jrt", "jwt", "jct")}
+            )
+    files = _write_table(out, "fig13", rows)
+    value = {
+        (r["gpus"], r["strategy"], m): r[f"{m}_s"] for r in rows for m in ("jrt", "jwt", "jct")
+    }
+    claims = [
+        {"gpus": g, "claim": name, "ours": _change(value[g, a, m], value[g, b, m]), "paper": p}
+        for g, name, a, b, m, p in FIG13_PAPER
+        if (g, a, m) in value and (g, b, m) in value
+    ]
+    files += _write_table(out, "fig13-claims", claims)
+    fig = _new_figure(4.2 * len(clusters), 3.8)
+    width = 0.8 / len(VCLOS_CASES)
+    for k, (gpus, lam) in enumerate(clusters):
+        ax = fig.add_subplot(1, len(clusters), k + 1)
+        for i, (label, *_) in enumerate(VCLOS_CASES):
+            r = next(x for x in rows if x["gpus"] == gpus and x["strategy"] == label)
+            ax.bar([j + i * width for j in range(3)], [r["jrt_s"], r["jwt_s"], r["jct_s"]],
+                   width, color=f"C{i}", label=label)  # fmt: skip
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(3)], ["JRT", "JWT", "JCT"])
+        ax.set_ylabel("mean (s)")
+        ax.set_title(f"{gpus} GPUs, lambda = {lam:g} s", fontsize=9)
+        if k == 0:
+            ax.legend(fontsize=7, ncol=2)
+    fig.suptitle("vClos Fig. 13: key indicators per strategy")
+    files += _save_figure(fig, out, "fig13")
+    return TaskOutput(tuple(files), tuple(rows))
+
+
 #: Queue policies of vClos Table 6 (FIFO, EDF, fewest GPUs first).
 TABLE6_QUEUES: tuple[str, ...] = ("fifo", "edf", "smallest-first")
 #: vClos Table 6: mean JCT (s) per queue policy and strategy, CLUSTER512, lambda 120 s.
@@ -387,15 +505,79 @@ def run_vclos_table7(
         ResultStore(out / "store"), [("tpuv4", trace, "fifo")], gpus=512, seeds=seeds,
         exposure=exposure, workers=workers, progress=progress,
     )  # fmt: skip
-    rows: list[dict[str, Any]] = []
-    for crit in ("jrt", "jwt", "jct"):
-        row: dict[str, Any] = {"criterion": crit}
-        for label, *_ in VCLOS_CASES:
-            row[f"{label}_s"] = _mean(got[("tpuv4", label)], f"mean_{crit}_s")
-            row[f"{label}_paper_s"] = TABLE7_PAPER[crit].get(label, float("nan"))
-        row["ordered_as_paper"] = _ordered(row, "_s")
-        rows.append(row)
+    rows = _criteria_rows(got, "tpuv4", VCLOS_CASES, TABLE7_PAPER, PAPER_ORDER)
     files = _write_table(out, "table7", rows)
+    return TaskOutput(tuple(files), tuple(rows))
+
+
+#: The testbed of vClos §8.1 (Table 4): 8 servers of 4 GPUs at 100 Gb/s. Four switches
+#: virtualized by VRF, one spine split into four logical spines: 8 leaves of one server each
+#: and 4 spines (:func:`~lumoscore.fabric.leafspine.leaf_spine_shape` of 32 GPUs, 4 a
+#: server); rECMP adds 50 % leaf-spine links (6 spines).
+TESTBED_GPUS = 32
+TESTBED_FABRIC: Mapping[str, Any] = {"gpus_per_server": 4}
+#: The strategies of vClos Table 4: ``(label, architecture, routing, placer, options)``.
+TABLE4_CASES: tuple[tuple[str, str, str | None, str | None, dict[str, Any]], ...] = (
+    ("ocs-vclos", "ocs-vclos", None, None, {}),
+    ("vclos", "vclos", None, None, {}),
+    ("sr", "vclos-leaf-spine", "source", None, {}),
+    ("recmp", "vclos-leaf-spine", "ecmp", None, {"spines": 6, "gpus_per_leaf": 4}),
+    ("ecmp", "vclos-leaf-spine", "ecmp", None, {}),
+)
+#: The ordering of Table 4 (mean JRT and JWT, non-decreasing).
+TABLE4_ORDER: tuple[str, ...] = ("vclos", "sr", "recmp", "ecmp")
+#: vClos Table 4: mean JRT and JWT (s) on the testbed ("Redundance" is rECMP).
+TABLE4_PAPER: Mapping[str, Mapping[str, float]] = {
+    "jrt": {"ecmp": 95.12, "recmp": 86.23, "sr": 76.92, "vclos": 74.72},
+    "jwt": {"ecmp": 72.64, "recmp": 60.73, "sr": 50.19, "vclos": 45.56},
+}
+#: vClos §8.2: ECMP's mean JRT above vClos's for jobs of 8 and 16 GPUs.
+TABLE4_PAPER_ECMP_BY_SIZE: Mapping[int, float] = {8: 0.081, 16: 0.179}
+
+
+def run_vclos_table4(
+    out_dir: str | Path,
+    *,
+    jobs: int = 100,
+    seeds: Sequence[int] = tuple(range(1, 11)),
+    exposure: str = "literal",
+    workers: int | None = None,
+    progress: bool = True,
+) -> Any:
+    """vClos Table 4: the testbed's strategies (OCS-vClos, vClos, SR, rECMP and ECMP) on its
+    32 GPUs (:data:`TESTBED_FABRIC`, :data:`TABLE4_CASES`) with the ``vclos-testbed`` jobs,
+    mean JRT, JWT and JCT over ``seeds`` beside the paper's, and whether ours is ordered as
+    Table 4 (:data:`TABLE4_ORDER`). Writes ``table4.csv``/``.md`` and ``table4-sizes``
+    (mean JRT per job size and strategy, and ECMP's increase over vClos beside §8.2's 8.1 %
+    and 17.9 % for 8 and 16 GPUs)."""
+    import pandas as pd
+
+    from lumoscore.experiments.presets import TaskOutput, _write_table
+
+    _check(jobs, seeds, [1])
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    store = ResultStore(out / "store")
+    trace = {"preset": "vclos-testbed", "jobs": jobs}
+    got = _run_strategies(
+        store, [("testbed", trace, "fifo")], gpus=TESTBED_GPUS, seeds=seeds,
+        exposure=exposure, workers=workers, progress=progress, cases=TABLE4_CASES,
+        fabric_options=TESTBED_FABRIC,
+    )  # fmt: skip
+    rows = _criteria_rows(got, "testbed", TABLE4_CASES, TABLE4_PAPER, TABLE4_ORDER)
+    files = _write_table(out, "table4", rows)
+    per: dict[str, Any] = {}
+    for label, *_ in TABLE4_CASES:
+        frame = pd.concat([store.jobs(d["key"]) for d in got[("testbed", label)]])
+        per[label] = frame.groupby("gpus")["jrt_s"].mean()
+    sizes: list[dict[str, Any]] = []
+    for g in sorted(per["vclos"].index):
+        r: dict[str, Any] = {"gpus": int(g)}
+        r.update({f"{label}_jrt_s": float(per[label].get(g, np.nan)) for label in per})
+        r["ecmp_over_vclos"] = r["ecmp_jrt_s"] / r["vclos_jrt_s"] - 1
+        r["ecmp_over_vclos_paper"] = TABLE4_PAPER_ECMP_BY_SIZE.get(int(g), float("nan"))
+        sizes.append(r)
+    files += _write_table(out, "table4-sizes", sizes)
     return TaskOutput(tuple(files), tuple(rows))
 
 

@@ -66,6 +66,9 @@ __all__ = [
     "VCLOS_SECONDS_PER_UNIT",
     "VCLOS_SIZE_COUNTS",
     "VCLOS_SIZE_MIX",
+    "VCLOS_TESTBED_DURATION",
+    "VCLOS_TESTBED_MEAN_S",
+    "VCLOS_TESTBED_SIZE_MIX",
     "ClippedNormal",
     "QuantileSpline",
     "RunTimeDistribution",
@@ -657,6 +660,19 @@ VCLOS_DURATION: ClippedNormal = ClippedNormal(
     mu_s=800.0 * VCLOS_SECONDS_PER_UNIT,
     sigma_s=700.0 * VCLOS_SECONDS_PER_UNIT,
     lo_s=100.0 * VCLOS_SECONDS_PER_UNIT,
+)
+
+#: Sizes of the vClos testbed's jobs (vClos §8.1: 2, 4, 8 or 16 GPUs, drawn uniformly).
+VCLOS_TESTBED_SIZE_MIX: SizeMix = SizeMix.from_shares({2: 1, 4: 1, 8: 1, 16: 1}, min_gpus=1)
+#: Mean run time of the vClos testbed's jobs without contention (s): vClos Table 4's mean JRT
+#: under vClos, where no job contends.
+VCLOS_TESTBED_MEAN_S: float = 74.72
+#: Run times of the vClos testbed's jobs: the shape of :data:`VCLOS_DURATION` scaled to the
+#: mean :data:`VCLOS_TESTBED_MEAN_S` (the paper gives the mean only).
+VCLOS_TESTBED_DURATION: ClippedNormal = ClippedNormal(
+    mu_s=VCLOS_DURATION.mu_s * VCLOS_TESTBED_MEAN_S / VCLOS_DURATION.mean_s(),
+    sigma_s=VCLOS_DURATION.sigma_s * VCLOS_TESTBED_MEAN_S / VCLOS_DURATION.mean_s(),
+    lo_s=VCLOS_DURATION.lo_s * VCLOS_TESTBED_MEAN_S / VCLOS_DURATION.mean_s(),
 )
 
 #: Run times of the ``lumoscore-published`` preset: through the published Best quantiles,

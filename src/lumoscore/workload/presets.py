@@ -34,6 +34,11 @@ Presets (details and sources in ``docs/workload.md``):
 ``vclos-tpuv4``
     vClos §9.8: the ``vclos-helios`` jobs with sizes from the TPUv4 mix (8 to 512 GPUs on 512),
     at workload level :data:`VCLOS_TPUV4_LEVEL` by default.
+``vclos-testbed``
+    vClos §8: the testbed's jobs on 32 GPUs of 4-GPU servers: 2, 4, 8 or 16 GPUs (uniform),
+    VGG16, ResNet50, ResNet101, MoE and DLRM, ``TP`` = the job's GPUs on a 4-GPU server, run
+    times :data:`~lumoscore.workload.distributions.VCLOS_TESTBED_DURATION` (mean 74.7 s),
+    ``beta`` :data:`VCLOS_TESTBED_BETA_S`.
 ``tpuv4``
     As ``lumoscore-paper`` but sizes from :data:`TPUV4_SIZE_MIX` (the TPUv4 mix by share).
 ``lumoscore-published``
@@ -77,6 +82,8 @@ from lumoscore.workload.distributions import (
     TPUV4_SIZE_MIX,
     VCLOS_DURATION,
     VCLOS_SIZE_MIX,
+    VCLOS_TESTBED_DURATION,
+    VCLOS_TESTBED_SIZE_MIX,
     RunTimeDistribution,
     SizeMix,
 )
@@ -94,6 +101,8 @@ __all__ = [
     "TP",
     "VCLOS_DEADLINE_FACTOR",
     "VCLOS_MODELS",
+    "VCLOS_TESTBED_BETA_S",
+    "VCLOS_TESTBED_MODELS",
     "VCLOS_TPUV4_LEVEL",
     "Preset",
     "draw_parallelism",
@@ -157,6 +166,9 @@ class Preset:
         Iterations per job.
     models : tuple of str
         Model names drawn uniformly (default :data:`MODELS`).
+    server_gpus : int
+        GPUs per server the parallelism rule ``"vclos"`` assumes (``tp = gcd(gpus,
+        server_gpus)``).
     deadline_factor : float, optional
         Give every job the deadline ``arrival + deadline_factor * duration`` (for EDF
         queueing); ``None``: no deadlines.
@@ -184,6 +196,7 @@ class Preset:
     first_arrival_after_gap: bool = False
     models: tuple[str, ...] = MODELS
     deadline_factor: float | None = None
+    server_gpus: int = TP
 
     def __post_init__(self) -> None:
         if (self.default_beta_s is None) == (self.default_load is None):
@@ -258,6 +271,13 @@ _VCLOS_HELIOS = Preset(
     deadline_factor=VCLOS_DEADLINE_FACTOR,
 )
 
+#: Job types of the vClos testbed (§8.1: VGG16, ResNet50, ResNet101, MoE and DLRM).
+VCLOS_TESTBED_MODELS: tuple[str, ...] = ("VGG16", "ResNet50", "ResNet101", "MoE", "DLRM")
+#: Mean inter-arrival time of ``vclos-testbed`` (s). vClos §8 gives none; with it vClos's
+#: mean JWT on the testbed over seeds 1-10 is 47.0 s against Table 4's 45.56 s (24 s gives
+#: 56 s, 26 s gives 40 s).
+VCLOS_TESTBED_BETA_S: float = 25.0
+
 #: The presets by name.
 PRESETS: Mapping[str, Preset] = MappingProxyType(
     {
@@ -294,6 +314,16 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
             size_mix=TPUV4_SIZE_MIX,
             default_beta_s=None,
             default_load=VCLOS_TPUV4_LEVEL,
+        ),
+        "vclos-testbed": replace(
+            _VCLOS_HELIOS,
+            name="vclos-testbed",
+            description="vClos §8: the testbed's 100 jobs of 2-16 GPUs on 4-GPU servers",
+            size_mix=VCLOS_TESTBED_SIZE_MIX,
+            duration=VCLOS_TESTBED_DURATION,
+            default_beta_s=VCLOS_TESTBED_BETA_S,
+            models=VCLOS_TESTBED_MODELS,
+            server_gpus=4,
         ),
         "lumoscore-published": Preset(
             name="lumoscore-published",
@@ -336,6 +366,7 @@ def draw_parallelism(
     *,
     mode: str = "paper",
     models: np.ndarray | None = None,
+    server_gpus: int = TP,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Draw ``(tp, pp, dp, ep)`` for jobs of ``gpus`` GPUs (powers of two >= 8).
 
@@ -343,7 +374,10 @@ def draw_parallelism(
     ``ep = min(gpus, U(EP_CHOICES_GPUS))``. ``mode="published"``: as ``"paper"`` but
     ``ep = min(servers, U(EP_CHOICES_GPUS))``, the research generator's cap (a 32-GPU job, 4
     servers, gets ``ep = 4``). ``mode="data-parallel"``: ``pp = 1``, ``dp = servers``,
-    ``ep = 8`` (no expert traffic); draws nothing.
+    ``ep = 8`` (no expert traffic); draws nothing. ``mode="vclos"`` (any size; needs
+    ``models``): ``tp = gcd(gpus, server_gpus)`` (the job's GPUs on one server), ``pp = 1``,
+    ``dp = gpus / tp``, ``ep = gpus`` for the all-to-all models (:data:`ALL_TO_ALL_MODELS`),
+    else ``tp``; draws nothing.
 
     Examples
     --------
@@ -358,7 +392,7 @@ def draw_parallelism(
     if mode == "vclos":
         if models is None or len(models) != n or np.any(gpus < 1):
             raise ConfigError("parallelism 'vclos' needs one model per job and gpus >= 1")
-        tp = np.gcd(gpus, TP).astype(np.int64)
+        tp = np.gcd(gpus, server_gpus).astype(np.int64)
         a2a = np.isin(np.asarray(models, dtype=object), list(ALL_TO_ALL_MODELS))
         return tp, np.ones(n, dtype=np.int64), gpus // tp, np.where(a2a, gpus, tp)
     servers = gpus // TP
@@ -473,7 +507,9 @@ def generate_trace(
     else:
         gpus = mix.sample(rng, n)
     model = np.asarray(spec.models, dtype=object)[rng.integers(0, len(spec.models), size=n)]
-    tp, pp, dp, ep = draw_parallelism(rng, gpus, mode=spec.parallelism, models=model)
+    tp, pp, dp, ep = draw_parallelism(
+        rng, gpus, mode=spec.parallelism, models=model, server_gpus=spec.server_gpus
+    )
     if not rho:
         duration_s = spec.duration.sample(rng, n)
     names = np.asarray([c for c, _ in spec.collectives], dtype=object)
