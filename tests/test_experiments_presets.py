@@ -97,10 +97,12 @@ def test_swept_values_match_the_paper_figures() -> None:
     assert 0.0 in rates and len(rates) >= 3 and max(rates) <= 0.01
     loads = values("fig23", lambda r: r.trace.load)
     assert len(loads) >= 4 and min(loads) < 0.655 < max(loads)
-    assert values("fig24", lambda r: (r.arch.startswith("clos-"), r.rail_optimized)) == {
-        (True, False),
-        (True, True),
-        (False, None),
+    assert values("fig24", lambda r: (r.arch.split("-")[0], r.rail_optimized)) == {
+        ("clos", False),
+        ("clos", True),
+        ("lumoscore", False),
+        ("lumoscore", True),
+        ("best", None),
     }
     routes = values("fig25", lambda r: (r.arch, r.routing))
     assert ("best", None) in routes
@@ -126,8 +128,10 @@ def test_rail_optimized_none_keeps_old_store_keys() -> None:
     assert run_key(plain) != run_key(plain.model_copy(update={"rail_optimized": False}))
     rail = RunConfig(arch="clos-51.2T-3tier", gpus=512, trace={"jobs": 3}, rail_optimized=True)
     assert run_key(rail) != run_key(plain)
+    lumos = RunConfig(arch="lumoscore-51.2T-tau2", gpus=512, rail_optimized=True)
+    assert lumos.make_fabric().rail_optimized
     with pytest.raises(ValueError, match="rail_optimized"):
-        RunConfig(arch="lumoscore-51.2T-tau2", gpus=512, rail_optimized=True)
+        RunConfig(arch="vclos", gpus=512, rail_optimized=True)
 
 
 def test_overrides_and_errors() -> None:
@@ -249,19 +253,20 @@ def test_simulation_preset_end_to_end(tmp_path: Path) -> None:
     res = runner.invoke(build_app(), [*args, "--workers", "1", "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
-    assert doc["experiment"] == "fig24" and len(doc["runs"]) == 10
+    assert doc["experiment"] == "fig24" and len(doc["runs"]) == 13
     assert {(r["arch"], r["rail_optimized"]) for r in doc["runs"]} >= {
         ("clos-51.2T-3tier", True),
         ("clos-51.2T-3tier", False),
+        ("lumoscore-51.2T-tau2", True),
         ("best", None),
     }
     info = json.loads((out / "experiment.json").read_text())
     assert info["preset"] == "fig24" and len(info["parts"]) == 2
     summary = pd.read_csv(out / "summary.csv")
     rail = summary[summary["rail_optimized"].astype(str) == "True"]
-    assert len(rail) == 3 and rail["slowdown_vs_best"].notna().all()
+    assert len(rail) == 6 and rail["slowdown_vs_best"].notna().all()
     # Running again finds every run stored.
     res = runner.invoke(build_app(), [*args, "--dry-run", "--json"])
     assert res.exit_code == 0
     assert all(r["stored"] for r in json.loads(res.output)["runs"])
-    assert len(expand(preset_experiments(get_preset("fig24"), jobs=3, gpus=[512])[0])) == 6
+    assert len(expand(preset_experiments(get_preset("fig24"), jobs=3, gpus=[512])[0])) == 12

@@ -48,12 +48,15 @@ def check_routes(fab: LumosCoreFabric, src: np.ndarray, dst: np.ndarray, job_id:
     tk, ti, hk, hi = fab.link_endpoints()
     H = spec.ocs_groups
     n_cross = 0
+    nic_src, nic_dst = fab.nic_link(src), fab.nic_link(dst)
+    leaf_src, leaf_dst = fab.state.leaf_of_gpu(src), fab.state.leaf_of_gpu(dst)
     for f in range(src.size):
         links = r.links_of(f)
-        assert links[0] == src[f] and links[-1] == fab.gpus + dst[f]
+        assert links[0] == nic_src[f] and links[-1] == fab.gpus + nic_dst[f]
+        assert ti[links[0]] == src[f] and hi[links[-1]] == dst[f]  # the GPUs' own NICs
         assert (fab.capacity_bps[links] > 0).all()
         assert (hk[links[:-1]] == tk[links[1:]]).all() and (hi[links[:-1]] == ti[links[1:]]).all()
-        a, b = int(spec.leaf_of_gpu(src[f])), int(spec.leaf_of_gpu(dst[f]))
+        a, b = int(leaf_src[f]), int(leaf_dst[f])
         pa, pb = a // spec.leaves_per_pod, b // spec.leaves_per_pod
         ocs = links[links >= fab.off_ocs]
         if a == b:
@@ -76,12 +79,15 @@ def check_routes(fab: LumosCoreFabric, src: np.ndarray, dst: np.ndarray, job_id:
     return n_cross
 
 
+@pytest.mark.parametrize("rail", [False, True])
 @pytest.mark.parametrize("routing", ["planned", "ecmp"])
 @settings(max_examples=10, deadline=None)
 @given(sizes=st.lists(st.sampled_from([16, 64, 128, 192, 256]), min_size=1, max_size=4),
        seed=st.integers(0, 2**16))  # fmt: skip
-def test_routes_are_valid_walks_over_live_links(routing: str, sizes: list[int], seed: int) -> None:
-    fab = LumosCoreFabric(SPEC, routing=routing, reconfig_delay_s=0.0)
+def test_routes_are_valid_walks_over_live_links(
+    routing: str, rail: bool, sizes: list[int], seed: int
+) -> None:
+    fab = LumosCoreFabric(SPEC, routing=routing, reconfig_delay_s=0.0, rail_optimized=rail)
     rng = np.random.default_rng(seed)
     for jid, n in enumerate(sizes):
         gpus = fab.place(job(jid, n))
@@ -98,6 +104,32 @@ def test_routes_are_valid_walks_over_live_links(routing: str, sizes: list[int], 
         plan = build_plan(job(jid, n), gpus, fab)
         for rp in plan.rounds:
             assert (fab.capacity_bps[rp.indices] > 0).all()
+
+
+def test_rail_optimized_pods_keep_same_rail_traffic_in_one_leaf() -> None:
+    """GPU r of the servers of a rail group shares rail leaf r: a same-rail flow inside the
+    group crosses two links, a cross-rail flow climbs to a spine; and the simulator runs a
+    trace to the end on rail-optimized pods."""
+    fab = LumosCoreFabric(SPEC, rail_optimized=True, reconfig_delay_s=0.0)
+    gpus = admitted(fab, job(1, 128, tp=8, pp=1, ep=8))
+    group = SPEC.k_leaf * SPEC.gpus_per_server  # GPUs of one rail group
+    same = (gpus[:-8] // group == gpus[8:] // group) & (gpus[:-8] % 8 == gpus[8:] % 8)
+    assert same.any()
+    r = fab.routes(gpus[:-8][same], gpus[8:][same], np.arange(int(same.sum())), job_id=1)
+    assert np.all(np.diff(r.indptr) == 2)
+    g0 = int(gpus[0])
+    other = gpus[(gpus // 8 != g0 // 8) & (gpus % 8 != g0 % 8) & (gpus // group == g0 // group)]
+    cross_rail = fab.routes(np.array([g0]), other[:1], np.arange(1), job_id=1)
+    assert cross_rail.links_of(0).size == 4
+    assert fab.describe()["rail_optimized"] is True
+    trace = generate_trace("lumoscore-paper", 30, seed=3, cluster_gpus=SPEC.gpus)
+    res = Simulator(LumosCoreFabric(SPEC, rail_optimized=True), trace.jobs).run()
+    assert res.summary["jobs"] == 30 and res.summary["rejected"] == 0
+    with pytest.raises(ConfigError, match="rail_optimized"):
+        LumosCoreFabric(
+            ClusterSpec(pods=2, k_leaf=4, k_spine=6, tau=2, gpus_per_server=4, ocs_ports=2),
+            rail_optimized=True,
+        )
 
 
 def test_ideal_routes_use_nics_only() -> None:

@@ -282,22 +282,21 @@ def _simulation_presets() -> list[PaperPreset]:
     fig24 = _sim(
         "fig24",
         "Fig. 24",
-        "Rail-optimized intra-pod wiring against plain Clos pods, 4096 GPUs",
-        "The three Clos architectures with and without rail-optimized pods (GPU i of every "
-        "server on rail leaf i); Best and the LumosCore presets once, as references. Not "
-        "faithful: the LumosCore fabric has no rail-optimized variant, so the paper's "
-        "rail-optimized LumosCore (25.6T, tau=1) is not simulated.",
+        "Rail-optimized intra-pod wiring against plain pods, Clos and LumosCore, 4096 GPUs",
+        "The three Clos and the three LumosCore architectures with and without rail-optimized "
+        "pods (GPU i of every server on rail leaf i of its rail group); Best once, as the "
+        "reference.",
         [
             _experiment(
                 "fig24",
-                "LumosCore Fig. 24: rail-optimized Clos pods at 4096 GPUs",
-                architectures=list(PAPER_CLOS),
+                "LumosCore Fig. 24: rail-optimized pods at 4096 GPUs",
+                architectures=[*PAPER_CLOS, *PAPER_LUMOSCORE],
                 sweep={"rail_optimized": [False, True]},
             ),
             _experiment(
                 "fig24",
-                "LumosCore Fig. 24: references",
-                architectures=["best", *PAPER_LUMOSCORE],
+                "LumosCore Fig. 24: reference",
+                architectures=["best"],
             ),
         ],
     )

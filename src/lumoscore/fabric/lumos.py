@@ -97,7 +97,9 @@ from lumoscore.fabric.routing import (
     probe_inputs,
 )
 from lumoscore.placement import ClusterState, admit, finish
+from lumoscore.placement.admit import LOGICAL_MODES
 from lumoscore.toe import PortModel
+from lumoscore.toe.solve import check_solver
 from lumoscore.topology import ClusterSpec, build_wiring
 from lumoscore.workload.job import Job
 
@@ -163,6 +165,10 @@ def _spread(weights: IntArray, rank: IntArray) -> IntArray:
     return np.argmax(cum > pos[:, None], axis=1).astype(np.int64)
 
 
+#: Options of :func:`lumoscore.placement.admit` that a release passes on to ``finish``.
+_FINISH_OPTIONS = frozenset(("logical_method", "logical_mode", "iota", "backup"))
+
+
 class LumosCoreFabric(Fabric):
     """A LumosCore cluster as a simulator fabric and placer (see the module docstring).
 
@@ -191,12 +197,22 @@ class LumosCoreFabric(Fabric):
         ``+ceil(tp/2)`` per DP pair) or ``phases`` (one link per concurrent flow, A.12).
     admit_options : dict, optional
         Extra keyword arguments for :func:`lumoscore.placement.admit` / ``finish``
-        (e.g. ``logical_mode``, ``backup``; ``split_ep=False`` turns the EP-split fallback
-        off).
+        (e.g. ``split_ep=False`` turns the EP-split fallback off).
+    backup : bool
+        Idle OCS ports form a full-mesh backup of the logical topology
+        (:func:`lumoscore.topology.logical.backup_mesh`); default off.
+    logical_mode : str
+        ``incremental`` (default: running jobs keep their split) or ``full`` (the whole
+        demand is split afresh at every admission), :func:`lumoscore.placement.admit`.
     probe_candidates : float
         ``probing`` only: ECMP candidates per flow, as for
         :class:`~lumoscore.fabric.clos.ClosFabric` (the OCS group of a cross-pod flow and
         the spine of an intra-pod one are what the candidates differ in).
+    rail_optimized : bool
+        Rail-optimized pods (LumosCore Fig. 24): the ``k_leaf`` servers of a rail group attach
+        GPU ``r`` to the group's rail leaf ``r`` (:meth:`ClusterState.leaf_of_gpu
+        <lumoscore.placement.ClusterState.leaf_of_gpu>`), so same-rail traffic of a rail group
+        stays in one leaf. Needs ``gpus_per_server`` to divide the leaves of a pod.
 
     Examples
     --------
@@ -226,6 +242,9 @@ class LumosCoreFabric(Fabric):
         admit_options: dict[str, Any] | None = None,
         chip_tbps: float | None = None,
         probe_candidates: float = PROBE_CANDIDATES,
+        rail_optimized: bool = False,
+        backup: bool = False,
+        logical_mode: str = "incremental",
     ) -> None:
         if not isinstance(spec, ClusterSpec):
             raise ConfigError(f"spec must be a ClusterSpec, got {type(spec).__name__}")
@@ -241,6 +260,10 @@ class LumosCoreFabric(Fabric):
         self.wiring_kind = wiring
         self.wiring = build_wiring(spec, wiring)
         self.solver = solver
+        try:
+            check_solver(self.wiring, solver)
+        except PreconditionError as exc:  # a solver that cannot configure this wiring
+            raise ConfigError(f"solver: {exc}") from None
         # the ToE's channel view of the wiring, built once (configure accepts it as the wiring)
         self._toe_wiring: Any = (
             PortModel.from_wiring(self.wiring, mirror=True)
@@ -253,9 +276,24 @@ class LumosCoreFabric(Fabric):
         self.chip_tbps = chip_tbps
         self.name = name or f"lumoscore-tau{spec.tau}"
         self.demand_method = demand_method
-        self.admit_options = dict(admit_options or {})
-        self.state = ClusterState.empty(spec)
+        if logical_mode not in LOGICAL_MODES:
+            raise ConfigError(
+                f"logical_mode: unknown {logical_mode!r}; allowed: {', '.join(LOGICAL_MODES)}"
+            )
+        self.admit_options = {
+            "backup": bool(backup),
+            "logical_mode": logical_mode,
+            **dict(admit_options or {}),
+        }
+        self.state = ClusterState.empty(spec, rail_optimized=bool(rail_optimized))
+        self.rail_optimized = bool(rail_optimized)
         G, n, H, P = spec.gpus, spec.leaves, spec.ocs_groups, spec.pods
+        # position of every GPU's NIC among the leaves' downlinks (leaf * k_leaf + port): the
+        # identity unless rail-optimized; routing works on positions
+        g = np.arange(G, dtype=np.int64)
+        port = (g // spec.gpus_per_server) % spec.k_leaf  # the server's place in its rail group
+        self._wire_pos = self.state.leaf_of_gpu(g) * spec.k_leaf + port if rail_optimized else g
+        self._wire_gpu = np.argsort(self._wire_pos).astype(np.int64)
         self._n, self._H, self._P = n, H, P
         self.off_leaf_up = 2 * G
         self.off_leaf_down = 2 * G + n * H
@@ -296,6 +334,20 @@ class LumosCoreFabric(Fabric):
         P = self._P
         return self.off_ocs + (np.asarray(h) * P + np.asarray(i)) * P + np.asarray(j)
 
+    def nic_link(self, gpus: IntArray) -> IntArray:
+        """Uplink id of each GPU's NIC (its downlink is ``gpus`` links later): the GPU id,
+        or with rail-optimized pods its place among the leaves' ports (``leaf * k_leaf +
+        port``).
+
+        Examples
+        --------
+        >>> from lumoscore.topology import ClusterSpec
+        >>> spec = ClusterSpec(pods=1, k_leaf=4, k_spine=8, tau=2, gpus_per_server=2)
+        >>> LumosCoreFabric(spec, rail_optimized=True).nic_link([0, 1, 2, 3]).tolist()
+        [0, 4, 1, 5]
+        """
+        return self._wire_pos[np.asarray(gpus, dtype=np.int64)]
+
     def ocs_circuits(self) -> IntArray:
         """``(H, P, P)`` circuits currently deployed (``state.circuits`` counted per group and
         ordered pod pair).
@@ -328,8 +380,8 @@ class LumosCoreFabric(Fabric):
         """
         spec, n, H, P = self.spec, self._n, self._H, self._P
         G = spec.gpus
-        g = np.arange(G)
-        leaf_g = spec.leaf_of_gpu(g)
+        g = self._wire_gpu  # NIC links are numbered by position
+        leaf_g = np.arange(G) // spec.k_leaf
         lf = np.repeat(np.arange(n), H)
         hh = np.tile(np.arange(H), n)
         sp_l = spec.pod_of_leaf(lf) * H + hh
@@ -437,7 +489,13 @@ class LumosCoreFabric(Fabric):
         self._job_split.pop(job_id, None)
         self._forget_ocs(job_id)
         self._free_cache = None
-        finish(self.state, job_id, wiring=self._toe_wiring, solver=self.solver)
+        finish(
+            self.state,
+            job_id,
+            wiring=self._toe_wiring,
+            solver=self.solver,
+            **{k: v for k, v in self.admit_options.items() if k in _FINISH_OPTIONS},
+        )
         change = self._ocs_change(0.0, f"release job {job_id}")
         if not change.empty:
             self.stats["reconfigurations"] += 1
@@ -483,6 +541,8 @@ class LumosCoreFabric(Fabric):
         [0, 33, 43, 23]
         """
         src, dst, flow_key = self._route_inputs(src, dst, flow_key)
+        if self.rail_optimized:
+            src, dst = self._wire_pos[src], self._wire_pos[dst]
         spec, n = self.spec, self._n
         G = spec.gpus
         if self.routing == "ideal":
@@ -767,6 +827,7 @@ class LumosCoreFabric(Fabric):
                 "solver": self.solver,
                 "policy": self.policy,
                 "reconfig_delay_s": self.reconfig_delay_s,
+                "rail_optimized": self.rail_optimized,
                 **self.stats,
             }
         )

@@ -252,8 +252,6 @@ def _build_lumoscore(
     rail_optimized: bool = False,
     **options: Any,
 ) -> Fabric:
-    if rail_optimized:
-        raise ConfigError("rail_optimized is not supported by the LumosCore fabric")
     routing = LumosCoreFabric.checked_routing(routing)
     k = radix(chip_tbps, LUMOSCORE_PORT_GBPS) // 2
     per_pod = k * k // tau
@@ -277,7 +275,13 @@ def _build_lumoscore(
         ocs_ports=LUMOSCORE_OCS_PORTS,
     )
     return LumosCoreFabric(
-        spec, routing=routing, seed=seed, name=name, chip_tbps=chip_tbps, **options
+        spec,
+        routing=routing,
+        seed=seed,
+        name=name,
+        chip_tbps=chip_tbps,
+        rail_optimized=rail_optimized,
+        **options,
     )
 
 

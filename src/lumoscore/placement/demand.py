@@ -3,8 +3,9 @@
 * :func:`job_demand` -- the job's cross-pod demand ``L1`` as a :class:`DemandPart` (symmetric
   COO), from :func:`lumoscore.traffic.leaf_demand` on the placement's rank order (the research
   rule: ``+tp`` per leaf pair joined by a pipeline neighbour, ``+ceil(tp/2)`` per pair joined by
-  a data-parallel ring neighbour). With rail-optimized wiring the same rule is applied per rail:
-  ``+1`` per rail-leaf pair and class. Every other cross-pod leaf pair the job's flows use
+  a data-parallel ring neighbour). With rail-optimized wiring the rule counts GPU flows per
+  rail: ``+1`` per pipeline send and per data-parallel ring hop between two rail leaves (the
+  ``+tp`` of a server pair is one link per rail). Every other cross-pod leaf pair the job's flows use
   (:func:`~lumoscore.traffic.iteration.iteration_flows` as the simulator routes them: expert
   all-pairs traffic of an EP group that crosses pods, e.g. under ``relaxed`` placement, or a
   non-ring DP collective) gets **one** link, so the admission gives every pod pair the job
@@ -78,10 +79,16 @@ def class_costs(job: Job) -> tuple[int, int]:
     return int(pp), int(dp)
 
 
-def _pairs(a: IntArray, b: IntArray, per: int, n: int) -> IntArray:
+def _pair_codes(a: IntArray, b: IntArray, per: int, n: int) -> IntArray:
+    """Code ``min * n + max`` of every cross-pod leaf pair ``(a[i], b[i])``, one per pair
+    given (repeats kept)."""
     cross = a // per != b // per
     a, b = a[cross], b[cross]
-    return np.unique(np.minimum(a, b) * n + np.maximum(a, b))
+    return np.minimum(a, b) * n + np.maximum(a, b)
+
+
+def _pairs(a: IntArray, b: IntArray, per: int, n: int) -> IntArray:
+    return np.unique(_pair_codes(a, b, per, n))
 
 
 def _flow_pairs_of_schedule(job: Job, placement: Placement, state: ClusterState) -> IntArray:
@@ -172,11 +179,13 @@ def job_demand(
     if state.rail_optimized:
         leaf = state.leaf_of_gpu(grid)  # (pp, dp, tp): one leaf per rail
         codes, vals, costs = [], [], []
+        # one link per flow: a rail's pipeline send or data-parallel ring hop between two
+        # rail leaves of different pods (each a GPU flow, as +tp per server pair counts them)
         if job.pp > 1:
-            u = _pairs(leaf[:-1].reshape(-1), leaf[1:].reshape(-1), per, n)
+            u = _pair_codes(leaf[:-1].reshape(-1), leaf[1:].reshape(-1), per, n)
             codes.append(u), vals.append(np.ones(u.size, np.int64)), costs.append(c_pp)
         if job.dp > 1:
-            u = _pairs(leaf.reshape(-1), np.roll(leaf, -1, axis=1).reshape(-1), per, n)
+            u = _pair_codes(leaf.reshape(-1), np.roll(leaf, -1, axis=1).reshape(-1), per, n)
             codes.append(u), vals.append(np.ones(u.size, np.int64)), costs.append(c_dp)
         if not codes:
             z = np.zeros(0, np.int64)

@@ -53,7 +53,15 @@ from lumoscore.toe.model import (
     validate_demand,
 )
 
-__all__ = ["REFINE_ROUNDS", "SMALL_UNITS", "SOLVERS", "ToeResult", "configure", "forward_split"]
+__all__ = [
+    "REFINE_ROUNDS",
+    "SMALL_UNITS",
+    "SOLVERS",
+    "ToeResult",
+    "check_solver",
+    "configure",
+    "forward_split",
+]
 
 IntArray = NDArray[np.int64]
 
@@ -139,6 +147,31 @@ def _model_for(wiring: Any, *, mirror: bool, groups: IntArray) -> PortModel:
     if len(groups) != model.groups or (groups != np.arange(model.groups)).any():
         model = model.subset(groups)
     return model
+
+
+def check_solver(wiring: Any, solver: str) -> None:
+    """Raise if ``solver`` (one of :data:`SOLVERS`) cannot configure ``wiring`` (a
+    :class:`~lumoscore.topology.Wiring` or a :class:`PortModel`): an unknown name, or
+    ``mdmcf``/``mcf`` on a wiring that is not mirror-paired (:class:`WiringMismatchError`,
+    naming the solvers that fit).
+
+    Examples
+    --------
+    >>> from lumoscore.topology import ClusterSpec, build_wiring
+    >>> spec = ClusterSpec(pods=4, k_leaf=4, k_spine=4, tau=2, gpus_per_server=4, ocs_ports=4)
+    >>> check_solver(build_wiring(spec, "cross"), "mdmcf")
+    >>> check_solver(build_wiring(spec, "uniform"), "mdmcf")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lumoscore.toe.errors.WiringMismatchError: solver 'mdmcf' needs a mirror-paired wiring ...
+    """
+    if solver not in SOLVERS:
+        raise ConfigError(f"solver {solver!r} unknown; allowed: {', '.join(SOLVERS)}")
+    if solver in ("mdmcf", "mcf"):
+        model = wiring if isinstance(wiring, PortModel) else PortModel.from_wiring(
+            wiring, mirror=True
+        )
+        _require_paired(model, solver, np.arange(model.groups))
 
 
 def _require_paired(model: PortModel, solver: str, groups: IntArray) -> None:
