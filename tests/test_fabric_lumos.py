@@ -425,3 +425,22 @@ def test_routes_check_their_endpoints() -> None:
         fab.routes(np.array([-1, 8]), np.array([9, 16]), np.array([0, 1]), job_id=0)
     with pytest.raises(PreconditionError, match="shapes differ"):
         fab.routes(np.array([0, 8]), np.array([9]), np.array([0, 1]), job_id=0)
+
+
+def test_options_backup_logical_mode_and_solver_wiring_check() -> None:
+    plain = LumosCoreFabric(SPEC, reconfig_delay_s=0.0)
+    backup = LumosCoreFabric(SPEC, reconfig_delay_s=0.0, backup=True, logical_mode="full")
+    assert backup.admit_options["backup"] and backup.admit_options["logical_mode"] == "full"
+    for fab in (plain, backup):
+        admitted(fab, job(1, 256))
+    # the idle OCS ports of a backup mesh join every pod pair
+    assert int(backup.ocs_circuits().sum()) > int(plain.ocs_circuits().sum())
+    off_diag = ~np.eye(SPEC.pods, dtype=bool)
+    assert (backup.ocs_circuits().sum(axis=0)[off_diag] > 0).all()
+    backup.apply(backup.release(1))  # the release keeps the backup mesh (finish gets backup)
+    assert (backup.ocs_circuits().sum(axis=0)[off_diag] > 0).all()
+    with pytest.raises(ConfigError, match="mirror-paired wiring"):
+        LumosCoreFabric(SPEC, wiring="uniform")
+    assert LumosCoreFabric(SPEC, wiring="uniform", solver="ilp").solver == "ilp"
+    with pytest.raises(ConfigError, match="logical_mode"):
+        LumosCoreFabric(SPEC, logical_mode="sometimes")

@@ -5,16 +5,16 @@
   rule: ``+tp`` per leaf pair joined by a pipeline neighbour, ``+ceil(tp/2)`` per pair joined by
   a data-parallel ring neighbour). With rail-optimized wiring the rule counts GPU flows per
   rail: ``+1`` per pipeline send and per data-parallel ring hop between two rail leaves (the
-  ``+tp`` of a server pair is one link per rail). Every other cross-pod leaf pair the job's flows use
-  (:func:`~lumoscore.traffic.iteration.iteration_flows` as the simulator routes them: expert
-  all-pairs traffic of an EP group that crosses pods, e.g. under ``relaxed`` placement, or a
-  non-ring DP collective) gets **one** link, so the admission gives every pod pair the job
-  talks over a circuit (connectivity; the rule's link counts are unchanged). Each entry
-  carries a sharing **cost** per link: the
-  exposed share of one round of its cheapest class (pipeline: ``share_pp / (2 (pp - 1))``, data
-  parallel: ``share_dp / pp``), in units of 1e-4, at least 1 -- pipeline flows are small, so
-  they are shared first; connectivity links carry the largest of the job's class costs
-  (expert: ``share_ep``), so they are shared last.
+  ``+tp`` of a server pair is one link per rail). Every other cross-pod leaf pair the job's
+  flows use (:func:`~lumoscore.traffic.iteration.iteration_flows` as the simulator routes
+  them: expert all-pairs traffic of an EP group that crosses pods, e.g. under ``relaxed``
+  placement, or a non-ring DP collective) gets **one** link, so the admission gives every pod
+  pair the job talks over a circuit (connectivity; the rule's link counts are unchanged). Each
+  entry carries a sharing **cost** per link: the exposed share of one round of its cheapest
+  class (pipeline: ``share_pp / (2 (pp - 1))``, data parallel: ``share_dp / pp``), in units
+  of 1e-4, at least 1 -- pipeline flows are small, so they are shared first; connectivity
+  links carry the largest of the job's class costs (expert: ``share_ep``), so they are shared
+  last.
 * :func:`share_paths` -- when ``L = L2 + L1`` gives some leaf more than ``K_leaf`` cross-pod
   links, let some of the new job's requirements share a link with another requirement of the
   same leaf pair (each pair keeps at least one link). Which ones is a min-cost flow: every

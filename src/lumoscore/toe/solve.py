@@ -168,8 +168,8 @@ def check_solver(wiring: Any, solver: str) -> None:
     if solver not in SOLVERS:
         raise ConfigError(f"solver {solver!r} unknown; allowed: {', '.join(SOLVERS)}")
     if solver in ("mdmcf", "mcf"):
-        model = wiring if isinstance(wiring, PortModel) else PortModel.from_wiring(
-            wiring, mirror=True
+        model = (
+            wiring if isinstance(wiring, PortModel) else PortModel.from_wiring(wiring, mirror=True)
         )
         _require_paired(model, solver, np.arange(model.groups))
 
