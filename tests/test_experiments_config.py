@@ -197,6 +197,9 @@ def test_every_run_field_is_sweepable(path: str) -> None:
         "failures.hard_repair_s": [1.0, 2.0],
         "failures.checkpoint_interval_s": [60.0, float("inf")],
         "failures.restart_s": [1.0, 2.0],
+        "link_failures.fraction": [0.0, 0.1],
+        "link_failures.rate_per_cable_day": [0.0, 0.5],
+        "link_failures.repair_s": [60.0, 120.0],
     }[path]
     if values is None:
         return

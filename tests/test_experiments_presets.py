@@ -30,6 +30,7 @@ runner = CliRunner()
 SIMULATIONS = [n for n, p in PAPER_PRESETS.items() if p.kind == "simulation"]
 TASKS = [n for n, p in PAPER_PRESETS.items() if p.kind == "task"]
 EXPECTED = {
+    "fig6c",
     "vclos-table4",
     "vclos-fig13",
     "vclos-table6",
@@ -52,6 +53,7 @@ EXPECTED = {
 def test_registry_holds_every_paper_item() -> None:
     assert set(PAPER_PRESETS) == EXPECTED
     assert set(TASKS) == {
+        "fig6c",
         "fig7",
         "table6",
         "sec6.6",

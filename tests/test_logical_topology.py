@@ -239,6 +239,7 @@ def _greedy_reference(r, c, v, cap, load, concentrate):  # type: ignore[no-untyp
                 left -= avail.size
         while left > 0:
             worse = np.maximum(load[a] + take, load[b] + take) - np.minimum(cap[a], cap[b])
+            worse = worse + np.where((cap[a] == 0) | (cap[b] == 0), 1 << 40, 0)  # failed links
             k = int(np.lexsort((hs, worse))[0])
             take[k] += 1
             left -= 1
@@ -283,3 +284,20 @@ def test_coo_triple_equals_matrix() -> None:
     want = free_link_split(base, L, spec)
     for x, y in zip(free_link_split(base, triple, spec), want, strict=True):
         assert x.tolist() == y.tolist()
+
+
+def test_auto_design_keeps_demand_off_failed_leaf_spine_pairs() -> None:
+    """With failed links (capacity 0 at a leaf and spine), the design puts no requirement
+    there while another spine has working links at both leaves."""
+    spec = ClusterSpec(pods=4, k_leaf=8, k_spine=8, tau=2, gpus_per_server=2)
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        L = random_L(spec, rng, 6, 1.0)
+        cap = np.full((spec.leaves, spec.ocs_groups), spec.tau, np.int64)
+        cap[rng.random(cap.shape) < 0.3] = 0
+        t = design_logical_topology(L, spec, capacity=cap)
+        r, c = np.nonzero(np.triu(L))
+        for a, b in zip(r, c, strict=True):
+            if ((cap[a] > 0) & (cap[b] > 0)).any():
+                w = t.split_of(np.array([a]), np.array([b]))[0]
+                assert not w[(cap[a] == 0) | (cap[b] == 0)].any()

@@ -41,7 +41,7 @@ def test_every_round_is_counted_in_flight_and_released(candidates: float) -> Non
     fab = clos("probing", candidates)
     sim = Simulator(fab, trace())
     state = RunState.new(fab, sim.jobs, eps=0.0, isolation=True)
-    model, _, handlers = sim._build(state)
+    model, _, handlers, _ = sim._build(state)
     from lumoscore.sim.engine import loop
 
     loop(state, model, handlers)

@@ -134,6 +134,23 @@ def simulate(
     queue: Annotated[
         str, typer.Option("--queue", help=f"Queue policy: {', '.join(QUEUE_POLICIES)}.")
     ] = "fifo",
+    link_fraction: Annotated[
+        float,
+        typer.Option(
+            "--link-fraction",
+            help="Share of the leaf-spine cables down from the start, never repaired [0, 1).",
+        ),
+    ] = 0.0,
+    link_rate: Annotated[
+        float,
+        typer.Option(
+            "--link-rate",
+            help="Poisson cable failures per cable per day (repaired after --link-repair seconds).",
+        ),
+    ] = 0.0,
+    link_repair: Annotated[
+        float, typer.Option("--link-repair", help="Repair time of a failed cable, s.")
+    ] = 3600.0,
     seed: Annotated[
         int, typer.Option("--seed", help="Seed of the trace and of every random choice.")
     ] = 0,
@@ -180,7 +197,12 @@ def simulate(
         raise ConfigError("--beta and --load apply to --preset traces only")
     if beta is not None and load is not None:
         raise ConfigError("give at most one of --beta and --load")
+    from lumoscore.sim.link_failures import LinkFailureModel
+
     options = parse_options(option or [])
+    links = LinkFailureModel(
+        fraction=link_fraction, rate_per_cable_day=link_rate, repair_s=link_repair
+    )
     fabric = make_fabric(arch, gpus, routing=routing, seed=seed, **options)
     if trace is not None:
         tr = read_trace(trace)
@@ -211,6 +233,8 @@ def simulate(
             eps=eps,
             exposure=exposure,
             placer=placer,
+            link_failures=links,
+            seed=seed,
             progress=lambda done, total: bar.update(task, completed=done),
         )
         with frozen_gc():  # (this process runs one simulation at a time)
@@ -224,6 +248,11 @@ def simulate(
         "routing": routing,
         "placer": placer,
         "fabric_options": options,
+        "link_failures": {
+            "fraction": link_fraction,
+            "rate_per_cable_day": link_rate,
+            "repair_s": link_repair,
+        },
         "queue": queue,
         "seed": seed,
         "eps": eps,

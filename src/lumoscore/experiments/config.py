@@ -53,6 +53,7 @@ from lumoscore.fileio import read_text
 from lumoscore.limits import MAX_GPUS, MAX_JOBS
 from lumoscore.registry import Registry
 from lumoscore.sim.failures import FailureModel
+from lumoscore.sim.link_failures import LinkFailureModel
 from lumoscore.sim.placers import PLACERS
 from lumoscore.sim.queueing import QUEUE_POLICIES
 from lumoscore.traffic.exposure import EXPOSURES
@@ -137,6 +138,32 @@ class FailureConfig(BaseModel):
     def to_model(self) -> FailureModel:
         """The simulator's :class:`~lumoscore.sim.failures.FailureModel`."""
         return FailureModel(**self.model_dump())
+
+
+class LinkFailureConfig(BaseModel):
+    """Leaf-spine cable failures (:class:`~lumoscore.sim.link_failures.LinkFailureModel`);
+    default: none.
+
+    Examples
+    --------
+    >>> LinkFailureConfig(fraction=0.1).to_model().enabled, LinkFailureConfig().is_default
+    (True, True)
+    """
+
+    model_config = _MODEL_CONFIG
+
+    fraction: float = Field(0.0, ge=0, lt=1)
+    rate_per_cable_day: float = Field(0.0, ge=0, allow_inf_nan=False)
+    repair_s: float = Field(3600.0, gt=0, allow_inf_nan=False)
+
+    @property
+    def is_default(self) -> bool:
+        """No cable ever fails (the field is then left out of store keys)."""
+        return self == LinkFailureConfig()
+
+    def to_model(self) -> LinkFailureModel:
+        """The simulator's :class:`~lumoscore.sim.link_failures.LinkFailureModel`."""
+        return LinkFailureModel(**self.model_dump())
 
 
 #: Trace preset of a run that names neither a preset nor a file.
@@ -227,6 +254,10 @@ class RunConfig(BaseModel):
         takes exactly its exposed share at 1.6 Tb/s).
     failures : FailureConfig
         GPU failures (default none).
+    link_failures : LinkFailureConfig
+        Leaf-spine cable failures (default none): a ``fraction`` down from the start, and
+        Poisson failures at ``rate_per_cable_day`` repaired after ``repair_s``. Needs a fabric
+        with leaf-spine cables (Clos, leaf-spine, LumosCore).
     seed : int
         Seed of the trace, of the ECMP hashes and of the failure process.
 
@@ -252,6 +283,7 @@ class RunConfig(BaseModel):
     eps: float = Field(0.0, ge=0, allow_inf_nan=False)
     exposure: str = "research"
     failures: FailureConfig = FailureConfig()
+    link_failures: LinkFailureConfig = LinkFailureConfig()
     seed: int = Field(1, ge=0)
 
     @field_validator("exposure")
@@ -280,9 +312,17 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _fabric_builds(self) -> RunConfig:
-        if self.routing is not None or self.rail_optimized is not None or self.fabric_options:
+        links = not self.link_failures.is_default
+        if (
+            self.routing is not None
+            or self.rail_optimized is not None
+            or self.fabric_options
+            or links
+        ):
             try:
-                self.make_fabric()
+                fabric = self.make_fabric()
+                if links:
+                    fabric.cables()  # link failures need leaf-spine cables
             except ConfigError as exc:
                 raise ValueError(f"{exc} (arch {self.arch!r})") from None
             except (TypeError, ValueError) as exc:  # an option value the fabric cannot take
@@ -400,6 +440,7 @@ class ExperimentConfig(BaseModel):
     eps: float | list[float] = 0.0
     exposure: str = "research"
     failures: FailureConfig = FailureConfig()
+    link_failures: LinkFailureConfig = LinkFailureConfig()
     seeds: int | list[int] = Field([1])
     output: str | None = None
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
@@ -550,6 +591,11 @@ class ExperimentConfig(BaseModel):
             "eps": self.eps if not isinstance(self.eps, list) else 0.0,
             "exposure": self.exposure,
             "failures": self.failures.model_dump(),
+            **(
+                {}
+                if self.link_failures.is_default or _routes_one_way(arch)
+                else {"link_failures": self.link_failures.model_dump()}
+            ),
         }
 
 
@@ -588,8 +634,8 @@ def expand(config: ExperimentConfig) -> list[RunConfig]:
 
     The order is fixed: architectures as listed, then cluster sizes, then the sweep axes
     (list-valued fields, then ``[sweep]`` in file order; the last axis varies fastest), then
-    seeds. Duplicate runs (for example Best under a routing sweep, which never applies to
-    Best) are kept once.
+    seeds. Duplicate runs (for example Best under a routing or link-failure sweep, which
+    never applies to Best) are kept once.
 
     Raises
     ------
@@ -616,6 +662,8 @@ def expand(config: ExperimentConfig) -> list[RunConfig]:
                 for path, value in zip(axes, combo, strict=True):
                     if path == "routing" and _routes_one_way(arch):
                         value = None
+                    if path.startswith("link_failures.") and _routes_one_way(arch):
+                        continue  # Best and the vClos clusters have no cables to fail
                     _set_path(doc, path, value)
                 try:
                     run = RunConfig.model_validate(doc)

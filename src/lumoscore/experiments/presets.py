@@ -47,6 +47,7 @@ from lumoscore.experiments.config import (
     expand,
     format_validation_error,
 )
+from lumoscore.experiments.robustness import run_link_failure_sweep
 from lumoscore.experiments.vclos import (
     run_vclos_fig2,
     run_vclos_fig13,
@@ -923,6 +924,21 @@ def _task_presets() -> list[PaperPreset]:
             task=run_sec66,
             tiny={"scales_gpus": [512], "reconfigurations": 1, "ilp_time_limit_s": 5.0},
             full_command="lumos run --preset sec6.6",
+        ),
+        PaperPreset(
+            name="fig6c",
+            title="Throughput of one job under leaf-spine link failures, LumosCore vs leaf-spine",
+            paper="LumosCore Fig. 6(c), Cross Wiring Fig. 8(b)",
+            description=(
+                "The 128-GPU testbed (4 pods of 4 leaves and 4 spines, tau = 2; Cross and "
+                "Uniform Wiring) and a 128-GPU leaf-spine, ECMP, one 96-GPU llama2-13B job "
+                "(TP 8, PP 2, DP 6) with 0-30 % of the leaf-spine cables down, seeds 1-10: its "
+                "throughput relative to no failure. Seconds."
+            ),
+            kind="task",
+            task=run_link_failure_sweep,
+            tiny={"fractions": (0.0, 0.2), "seeds": (1,)},
+            full_command="lumos run --preset fig6c",
         ),
         PaperPreset(
             name="vclos-fig2",

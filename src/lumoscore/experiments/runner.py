@@ -94,6 +94,9 @@ def simulator_options(run_config: RunConfig) -> dict[str, Any]:
             "failures.rate_per_gpu_day > 0 needs a simulator with failure support; "
             "this lumoscore.sim.engine.Simulator has none"
         )
+    links = run_config.link_failures.to_model()
+    if links.enabled:
+        opts["link_failures"] = links
     if "seed" in params:
         opts["seed"] = run_config.seed
     return opts

@@ -121,6 +121,8 @@ def run_key(run_config: RunConfig) -> str:
         config.pop("placer", None)
     if not config.get("fabric_options"):
         config.pop("fabric_options", None)
+    if run_config.link_failures.is_default:
+        config.pop("link_failures", None)
     doc: dict[str, Any] = {
         "schema": STORE_SCHEMA,
         "lumoscore": lumoscore.__version__,
@@ -242,14 +244,18 @@ class ResultStore:
     def put(self, key: str, run_config: RunConfig, result: SimResult) -> str:
         """Store ``result`` of ``run_config`` under ``key`` and rewrite the index.
 
-        Writes ``jobs.parquet``, ``queue.parquet`` and, last, ``run.json``, each atomically;
+        Writes ``jobs.parquet``, ``queue.parquet``, ``link_events.parquet`` (runs with link
+        failures) and, last, ``run.json``, each atomically;
         a crash before ``run.json`` leaves the run incomplete (it is run again on resume).
         Returns ``key``.
         """
         d = self.run_dir(key)
         d.mkdir(parents=True, exist_ok=True)
         files = {}
-        for name, frame in (("jobs.parquet", result.jobs), ("queue.parquet", result.queue)):
+        frames = [("jobs.parquet", result.jobs), ("queue.parquet", result.queue)]
+        if not result.link_events.empty:
+            frames.append(("link_events.parquet", result.link_events))
+        for name, frame in frames:
             data = _parquet_bytes(frame)
             atomic_write_text(d / name, data)
             files[name] = hashlib.sha256(data).hexdigest()
@@ -285,6 +291,13 @@ class ResultStore:
     def jobs(self, key: str) -> pd.DataFrame:
         """The per-job table of run ``key``."""
         return self._read_parquet(key, "jobs.parquet")
+
+    def link_events(self, key: str) -> pd.DataFrame:
+        """The cable failures and repairs of run ``key`` (empty for a run without them;
+        :data:`~lumoscore.sim.link_failures.LINK_EVENT_COLUMNS`)."""
+        if "link_events.parquet" not in self.info(key).get("files", {}):
+            return pd.DataFrame()
+        return self._read_parquet(key, "link_events.parquet")
 
     def queue(self, key: str) -> pd.DataFrame:
         """The queue-length table (``time_s``, ``waiting``) of run ``key``."""

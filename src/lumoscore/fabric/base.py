@@ -14,16 +14,47 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
 
 import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.fabric.routing import ROUTINGS
 from lumoscore.topology.cluster import ClusterSpec
 
-__all__ = ["Fabric", "FabricChange", "Routes", "check_positive", "geometry_spec"]
+__all__ = [
+    "REHASH_TRIES",
+    "Fabric",
+    "FabricChange",
+    "NoRouteError",
+    "Routes",
+    "check_positive",
+    "geometry_spec",
+]
+
+#: Flow keys a flow tries (``key + c * REHASH_STEP``, ``c = 1 ..``) to find a route that
+#: avoids failed links (:meth:`Fabric.live_routes`): ECMP re-hashing over the surviving paths.
+REHASH_TRIES = 64
+REHASH_STEP = 0x2545F491
+
+
+class NoRouteError(InfeasibleError):
+    """No route avoids the failed links (e.g. every uplink of a leaf is down)."""
+
+
+@numba.njit(cache=True)
+def _flows_over(dead: NDArray[np.bool_], indptr: IntArray, indices: IntArray) -> NDArray[np.bool_]:
+    """Whether each flow of a CSR route set crosses a link marked in ``dead``."""
+    out = np.zeros(indptr.size - 1, np.bool_)
+    for f in range(indptr.size - 1):
+        for q in range(indptr[f], indptr[f + 1]):
+            if dead[indices[q]]:
+                out[f] = True
+                break
+    return out
+
 
 IntArray = NDArray[np.int64]
 
@@ -245,6 +276,102 @@ class Fabric(ABC):
         """Apply a change returned by :meth:`admit` or :meth:`release` (in place)."""
         if not change.empty:
             self.capacity_bps[change.links] = change.capacity_bps
+
+    # ------------------------------------------------------------------ link failures
+    #: ``(n_links,)`` links that failed cables took down entirely; ``None`` before the
+    #: first failure.
+    dead_links: NDArray[np.bool_] | None = None
+    _cable_failed: NDArray[np.bool_] | None = None
+    _cable_healthy: NDArray[np.float64] | None = None
+
+    def cables(self) -> tuple[IntArray, IntArray, float]:
+        """The leaf-spine cables failures act on: ``(up, down, bps)``, the up link and the
+        down link each cable is part of, and its speed (a link may hold several cables,
+        e.g. LumosCore's ``tau`` parallel ones). Default: a fabric without such cables."""
+        raise ConfigError(
+            f"fabric {getattr(self, 'name', type(self).__name__)!r} has no leaf-spine cables "
+            "to fail (link failures apply to Clos, leaf-spine and LumosCore fabrics)"
+        )
+
+    def fail_cables(self, cables: ArrayLike) -> FabricChange:
+        """Cables go down (indices into :meth:`cables`): the capacity change to apply (a
+        link loses a cable's speed per failed cable). Routes must then avoid
+        :attr:`dead_links` (:meth:`live_routes`)."""
+        return self._cable_change(cables, True)
+
+    def repair_cables(self, cables: ArrayLike) -> FabricChange:
+        """Failed cables are back: the capacity change to apply."""
+        return self._cable_change(cables, False)
+
+    def _cable_change(self, cables: ArrayLike, fail: bool) -> FabricChange:
+        up, down, bps = self.cables()
+        idx = np.unique(np.asarray(cables, dtype=np.int64))
+        if idx.size and (idx[0] < 0 or idx[-1] >= up.size):
+            raise PreconditionError(f"cable ids must be in [0, {up.size}), got {idx.tolist()}")
+        if self._cable_failed is None:
+            self._cable_failed = np.zeros(up.size, np.bool_)
+            self._cable_healthy = self.capacity_bps.copy()
+            self.dead_links = np.zeros(self.n_links, np.bool_)
+        assert self._cable_healthy is not None and self.dead_links is not None
+        idx = idx[self._cable_failed[idx] != fail]
+        self._cable_failed[idx] = fail
+        links = np.unique(np.concatenate([up[idx], down[idx]]))
+        failed = self._cable_failed
+        lost = np.bincount(up[failed], minlength=self.n_links) + np.bincount(
+            down[failed], minlength=self.n_links
+        )
+        new = np.maximum(self._cable_healthy[links] - lost[links] * bps, 0.0)
+        self.dead_links[links] = new <= 0.0
+        verb = "fail" if fail else "repair"
+        return FabricChange(links=links, capacity_bps=new, note=f"{verb} {idx.size} cable(s)")
+
+    def live_routes(self, src: ArrayLike, dst: ArrayLike, flow_key: ArrayLike, **kw: Any) -> Routes:
+        """:meth:`routes`, with every flow that would cross a link of :attr:`dead_links`
+        routed again under other flow keys (ECMP re-hashing over the surviving paths, up to
+        :data:`REHASH_TRIES` keys); :class:`NoRouteError` when none avoids them. Without
+        failures this is :meth:`routes`. ``flow_weight`` in ``kw`` is per flow."""
+        routes = self.routes(src, dst, flow_key, **kw)
+        dead = self.dead_links
+        if dead is None or not routes.indices.size or not dead.any():
+            return routes
+        bad = _flows_over(dead, routes.indptr, routes.indices)
+        if not bad.any():
+            return routes
+        s = np.asarray(src, dtype=np.int64)
+        d = np.asarray(dst, dtype=np.int64)
+        k = np.asarray(flow_key, dtype=np.int64)
+        weight = kw.get("flow_weight")
+        found: dict[int, IntArray] = {}
+        todo = np.flatnonzero(bad)
+        for c in range(1, REHASH_TRIES + 1):
+            sub = dict(kw)
+            if weight is not None:
+                sub["flow_weight"] = np.asarray(weight)[todo]
+            alt = self._rehash_routes(s[todo], d[todo], k[todo] + c * REHASH_STEP, **sub)
+            ok = ~_flows_over(dead, alt.indptr, alt.indices)
+            for i in np.flatnonzero(ok):
+                found[int(todo[i])] = alt.links_of(int(i))
+            todo = todo[~ok]
+            if not todo.size:
+                break
+        if todo.size:
+            f = int(todo[0])
+            raise NoRouteError(
+                f"no route from GPU {int(s[f])} to GPU {int(d[f])} avoids the failed links "
+                f"(routing {self.routing!r}, {REHASH_TRIES} flow keys tried)"
+            )
+        parts = [
+            found[f] if f in found else routes.indices[routes.indptr[f] : routes.indptr[f + 1]]
+            for f in range(bad.size)
+        ]
+        lengths = np.array([p.size for p in parts], dtype=np.int64)
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        return Routes(indptr, np.concatenate(parts).astype(np.int64))
+
+    def _rehash_routes(self, src: IntArray, dst: IntArray, flow_key: IntArray, **kw: Any) -> Routes:
+        """Routes of flows that :meth:`live_routes` moves off failed links, under new flow
+        keys. Default: :meth:`routes` (hashing policies pick other paths for other keys)."""
+        return self.routes(src, dst, flow_key, **kw)
 
     def describe(self) -> dict[str, object]:
         """Summary for tables and result manifests."""

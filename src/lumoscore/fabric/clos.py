@@ -395,6 +395,21 @@ class ClosFabric(Fabric):
         )
 
     # ------------------------------------------------------------------ geometry
+    def cables(self) -> tuple[IntArray, IntArray, float]:
+        """Leaf uplink cables (tier 1 <-> tier 2): cable ``leaf * u + p`` is up-port ``p`` of
+        ``leaf``; its up and down links, and the port speed.
+
+        Examples
+        --------
+        >>> fab = ClosFabric(gpus=32, port_gbps=400, radix=8, tiers=2, gpus_per_server=2)
+        >>> up, down, bps = fab.cables()
+        >>> up.size, int(up[0]), int(down[0]), bps
+        (32, 64, 96, 400000000000.0)
+        """
+        n = self.leaves * self._ports[1]
+        up = self._off_up[1] + np.arange(n, dtype=np.int64)
+        return up, up + (self._off_down[1] - self._off_up[1]), self.port_gbps * 1e9
+
     def attachment(self, gpu: IntArray) -> tuple[IntArray, IntArray]:
         """Leaf and GPU-port index (in its leaf) of each GPU.
 

@@ -236,6 +236,12 @@ class LeafSpineFabric(Fabric):
         """Link entering a leaf through uplink ``port``."""
         return 2 * self.gpus + self.L * self.S + np.asarray(port, dtype=np.int64)
 
+    def cables(self) -> tuple[IntArray, IntArray, float]:
+        """Leaf uplink cables: cable ``q`` is port ``q`` (leaf ``q // S``, spine ``q % S``);
+        its up and down links, and the port speed."""
+        q = np.arange(self.L * self.S, dtype=np.int64)
+        return self.up_link(q), self.down_link(q), self.port_gbps * 1e9
+
     def routes(
         self,
         src: IntArray,
@@ -338,6 +344,14 @@ class VClosFabric(LeafSpineFabric):
         )
         self._vleaf = np.full(self.gpus, -1, np.int64)
         self._pos = np.full(self.gpus, -1, np.int64)
+
+    def cables(self) -> tuple[IntArray, IntArray, float]:
+        """Not modelled: a virtual Clos reserves its links, and the allocators have no rule
+        for a reserved link that fails."""
+        raise ConfigError(
+            f"fabric {self.name!r}: link failures are not modelled on vClos fabrics (a job's "
+            "virtual Clos reserves its links); use vclos-leaf-spine"
+        )
 
     @property
     def free_gpus(self) -> int:

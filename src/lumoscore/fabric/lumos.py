@@ -76,7 +76,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.fabric.base import Fabric, FabricChange, IntArray, Routes, check_positive
@@ -96,7 +96,7 @@ from lumoscore.fabric.routing import (
     choose_paths,
     probe_inputs,
 )
-from lumoscore.placement import ClusterState, admit, finish
+from lumoscore.placement import ClusterState, admit, finish, reconfigure
 from lumoscore.placement.admit import LOGICAL_MODES
 from lumoscore.toe import PortModel
 from lumoscore.toe.solve import check_solver
@@ -501,6 +501,48 @@ class LumosCoreFabric(Fabric):
             self.stats["reconfigurations"] += 1
         return change
 
+    def cables(self) -> tuple[IntArray, IntArray, float]:
+        """The ``tau`` parallel cables of every leaf and spine ``h`` of its pod: cable
+        ``(leaf * H + h) * tau + t``; its up and down links (one link holds the ``tau``
+        cables of a pair) and the port speed."""
+        n, H, tau = self._n, self._H, self.spec.tau
+        pair = np.repeat(np.arange(n * H, dtype=np.int64), tau)
+        return self.off_leaf_up + pair, self.off_leaf_down + pair, self.spec.port_bps
+
+    def _cable_change(self, cables: ArrayLike, fail: bool) -> FabricChange:
+        """Cables down or back: the leaf links' capacities. On a failure, LumosCore's
+        reaction: the logical topology and the OCS configuration recomputed on the leaves'
+        working links (:func:`lumoscore.placement.reconfigure`) and every running job routed
+        again. A repair only gives the capacity back (the running jobs' topology stays
+        valid); the next admission designs on the repaired links."""
+        leaf = super()._cable_change(cables, fail)
+        if leaf.empty:
+            return leaf
+        assert self._cable_failed is not None and self.state.failed_links is not None
+        n, H = self._n, self._H
+        self.state.failed_links[:] = self._cable_failed.reshape(n, H, -1).sum(axis=2)
+        self._free_cache = None
+        if not fail:
+            return leaf
+        opts = self.admit_options
+        reconfigure(
+            self.state,
+            wiring=self._toe_wiring,
+            solver=self.solver,
+            method=opts.get("logical_method", "auto"),
+            backup=bool(opts.get("backup", False)),
+        )
+        self._free_cache = None
+        ocs = self._ocs_change(0.0, leaf.note)
+        if not ocs.empty:
+            self.stats["reconfigurations"] += 1
+        return FabricChange(
+            links=np.concatenate([leaf.links, ocs.links]),
+            capacity_bps=np.concatenate([leaf.capacity_bps, ocs.capacity_bps]),
+            note=leaf.note,
+            reroute=tuple(sorted(self.state.placements)),
+        )
+
     def fail_gpus(self, gpus: IntArray) -> None:
         """GPUs failed: never placed on until :meth:`repair_gpus` (their jobs are released by
         the simulator first)."""
@@ -553,6 +595,18 @@ class LumosCoreFabric(Fabric):
         if self.routing == "probing":
             return self._probe(src, dst, flow_key, cls, job_id, link_load, flow_weight)
         hashes = self._hash(src, dst, flow_key) if self.routing == "ecmp" else None
+        return Routes(*self._route_once(src, dst, cls, hashes, job_id, record=True))
+
+    def _rehash_routes(self, src: IntArray, dst: IntArray, flow_key: IntArray, **kw: Any) -> Routes:
+        """Flows moved off failed links: ECMP over the spines and OCS groups (hashed with the
+        new keys) whatever the routing policy, since a planned route does not change with
+        the key."""
+        job_id = int(kw.get("job_id", 0))
+        if self.rail_optimized:
+            src, dst = self._wire_pos[src], self._wire_pos[dst]
+        spec = self.spec
+        cls = classify_flows(src, dst, spec.k_leaf, spec.leaves_per_pod, self._n)
+        hashes = self._hash(src, dst, flow_key)
         return Routes(*self._route_once(src, dst, cls, hashes, job_id, record=True))
 
     def _probe(

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from lumoscore.fabric.base import NoRouteError
 from lumoscore.sim.changes import FabricChanges
 from lumoscore.sim.events import Event
 from lumoscore.sim.placers import Placer
@@ -142,20 +143,33 @@ class Admission:
                 if blocking:
                     break
                 continue
+            if not self.launch(job, np.asarray(gpus, dtype=np.int64), now):
+                if blocking:  # its flows cannot be routed around failed links: it waits
+                    break
+                continue
             self.waiting.remove(job)
             started = True
-            self.launch(job, np.asarray(gpus, dtype=np.int64), now)
         if started:
             self.record_queue(now)
 
-    def launch(self, job: Job, gpus: IntArray, now: float) -> None:
+    def launch(self, job: Job, gpus: IntArray, now: float) -> bool:
         """Start ``job`` on ``gpus``: the fabric admits it, its plan is routed, and it runs
-        isolated or round by round (after the fabric's start delay, if any)."""
+        isolated or round by round (after the fabric's start delay, if any). False (the
+        placement undone, ``stats["unroutable_placements"]``) when failed links leave some
+        of its flows without a route."""
         s, rec = self.s, self.s.records
         change = s.fabric.admit(job.job_id, gpus)
         self.changes.apply(change, now)
         t0 = time.perf_counter()
-        plan = self.changes.routed(job, gpus)
+        try:
+            plan = self.changes.routed(job, gpus)
+        except NoRouteError:
+            s.stats["unroutable_placements"] = s.stats.get("unroutable_placements", 0) + 1
+            fab: Any = s.fabric
+            if self.placer is not fab:
+                self.placer.release(job.job_id)
+            self.changes.apply(fab.release(job.job_id), now)
+            return False
         s.stats["plans_s"] += time.perf_counter() - t0
         i = rec.index[job.job_id]
         rec.solo_iter[i] = plan.iteration_s
@@ -175,6 +189,7 @@ class Admission:
             )  # fmt: skip
         else:
             self.model.begin(run, now)
+        return True
 
     # -- leaving --------------------------------------------------------------------------
     def finish(self, run: JobRun, now: float) -> None:

@@ -14,7 +14,7 @@ Examples
 --------
 >>> import numpy as np
 >>> from lumoscore.fabric import BestFabric
->>> from lumoscore.fabric.base import FabricChange
+>>> from lumoscore.fabric.base import FabricChange, NoRouteError
 >>> from lumoscore.sim.rounds import RoundModel
 >>> from lumoscore.sim.state import RunState
 >>> fab = BestFabric(gpus=16)
@@ -33,7 +33,7 @@ import time
 import numpy as np
 from numpy.typing import NDArray
 
-from lumoscore.fabric.base import FabricChange
+from lumoscore.fabric.base import FabricChange, NoRouteError
 from lumoscore.sim.plan import JobPlan, build_plan
 from lumoscore.sim.rounds import RoundModel
 from lumoscore.sim.state import JobRun, RunState, SimulationError
@@ -82,12 +82,18 @@ class FabricChanges:
     def reroute(self, run: JobRun, now: float) -> None:
         """Route a running job again (its routes crossed a link that went away): new plan
         from the next round on, and a round in flight moves its remaining bits onto the new
-        routes now (in the shared fluid set)."""
+        routes now (in the shared fluid set). A job that failed links leave without a route
+        keeps its plan and stalls on the dead links until they are repaired
+        (``stats["stalled_reroutes"]``)."""
         jid = run.job.job_id
         s = self.s
         s.fabric.forget_routes(jid)
         t0 = time.perf_counter()
-        plan = self.routed(run.job, run.gpus)
+        try:
+            plan = self.routed(run.job, run.gpus)
+        except NoRouteError:  # no way around the failed links: it stalls until a repair
+            s.stats["stalled_reroutes"] = s.stats.get("stalled_reroutes", 0) + 1
+            return
         s.stats["plans_s"] += time.perf_counter() - t0
         s.stats["reroutes"] += 1
         self.model.replan(run, plan, now)

@@ -50,6 +50,7 @@ from lumoscore.sim.admission import Admission
 from lumoscore.sim.changes import FabricChanges
 from lumoscore.sim.events import Event
 from lumoscore.sim.failures import FailureModel
+from lumoscore.sim.link_failures import LinkFailureModel, LinkOutages
 from lumoscore.sim.outages import Outages
 from lumoscore.sim.placers import PLACERS, FailurePlacer, Placer
 from lumoscore.sim.queueing import QUEUE_POLICIES
@@ -95,8 +96,12 @@ class Simulator:
         GPU failures (:mod:`lumoscore.sim.failures`): a job on a failed GPU loses the work
         since its last checkpoint and goes back to the head of the queue. The placer must be
         a :class:`~lumoscore.sim.placers.FailurePlacer`.
+    link_failures : LinkFailureModel, optional
+        Leaf-spine cable failures and repairs (:mod:`lumoscore.sim.link_failures`): the
+        fabric loses the capacity, jobs are routed around links that went down; none is
+        lost. The fabric must have :meth:`~lumoscore.fabric.base.Fabric.cables`.
     seed : int
-        Seed of every random choice of the run (the failure process).
+        Seed of every random choice of the run (the failure processes).
     exposure : str
         The traffic model, a name in :data:`~lumoscore.traffic.exposure.EXPOSURES`:
         ``"literal"`` (each class takes exactly its exposed share at 1.6 Tb/s) or
@@ -114,6 +119,7 @@ class Simulator:
         isolation: bool = True,
         eps: float = 0.0,
         failures: FailureModel | None = None,
+        link_failures: LinkFailureModel | None = None,
         seed: int = 0,
         exposure: str = "literal",
     ) -> None:
@@ -141,6 +147,11 @@ class Simulator:
         self.failures = failures if failures is not None and failures.enabled else None
         if self.failures is not None and not isinstance(placer, FailurePlacer):
             raise ConfigError("failures need a placer with fail_gpus() and repair_gpus()")
+        self.link_failures = (
+            link_failures if link_failures is not None and link_failures.enabled else None
+        )
+        if self.link_failures is not None:
+            fabric.cables()  # a ConfigError now for a fabric without leaf-spine cables
         self.seed = int(seed)
         self.exposure = EXPOSURES.check(exposure)
 
@@ -151,13 +162,16 @@ class Simulator:
         state = RunState.new(
             self.fabric, self.jobs, eps=self.eps, isolation=self.isolation, exposure=self.exposure
         )
-        model, admission, handlers = self._build(state)
+        model, admission, handlers, links = self._build(state)
         loop(state, model, handlers)
-        return self._result(state, model, admission, time.perf_counter() - wall0)
+        return self._result(state, model, admission, links, time.perf_counter() - wall0)
 
-    def _build(self, state: RunState) -> tuple[RoundModel, Admission, dict[str, Handler]]:
+    def _build(
+        self, state: RunState
+    ) -> tuple[RoundModel, Admission, dict[str, Handler], LinkOutages | None]:
         """Make the run's units, wire them, and schedule the first events; return the rate
-        model, the admission unit and the event handlers by kind."""
+        model, the admission unit, the event handlers by kind and the link outages (if
+        any)."""
         fm = self.failures
         model = RoundModel(state, reserve=self.isolation and fm is None)
         changes = FabricChanges(state, model)
@@ -188,10 +202,24 @@ class Simulator:
             handlers["fail"] = outages.on_fail
             handlers["repair"] = outages.on_repair
             outages.schedule_next(0.0)
-        return model, admission, handlers
+        links = None
+        if self.link_failures is not None:
+            links = LinkOutages(
+                state, changes, self.link_failures, np.random.default_rng([self.seed, 1])
+            )
+            handlers["linkfail"] = links.on_fail
+            handlers["linkrepair"] = links.on_repair
+            handlers["linkdraw"] = links.on_draw
+            links.start()
+        return model, admission, handlers, links
 
     def _result(
-        self, state: RunState, model: RoundModel, admission: Admission, wall_s: float
+        self,
+        state: RunState,
+        model: RoundModel,
+        admission: Admission,
+        links: LinkOutages | None,
+        wall_s: float,
     ) -> SimResult:
         rec = state.records
         return SimResult.build(
@@ -212,6 +240,7 @@ class Simulator:
             queue_t=np.array(admission.queue_t),
             queue_len=np.array(admission.queue_len),
             stats={**state.stats, **model.fluid.counters, "wall_s": wall_s},
+            link_events=None if links is None else links.table(),
         )
 
 

@@ -252,9 +252,9 @@ def build_plan(
         keys = base_key + (r << 20) + np.arange(src.size, dtype=np.int64)
         weight = np.asarray(f.weight, dtype=float)
         if probing:
-            routes = fabric.routes(src, dst, keys, job_id=job.job_id, flow_weight=weight)  # type: ignore[call-arg]
+            routes = fabric.live_routes(src, dst, keys, job_id=job.job_id, flow_weight=weight)
         else:
-            routes = fabric.routes(src, dst, keys, job_id=job.job_id)
+            routes = fabric.live_routes(src, dst, keys, job_id=job.job_id)
         size = np.asarray(f.bytes, dtype=float) * 8.0
         solo_s, links, peak, idle, start = _solo_run(
             routes.indptr, routes.indices, weight, size, cap, eps

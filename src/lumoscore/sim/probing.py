@@ -101,7 +101,7 @@ def reroute(
     if rp.endpoints is None:
         raise ValueError("the round keeps no endpoints: its fabric's routing is not load-aware")
     src, dst, keys = rp.endpoints
-    routes = fabric.routes(  # type: ignore[call-arg]
+    routes = fabric.live_routes(
         src, dst, keys, job_id=job_id, link_load=in_flight, flow_weight=rp.weight
     )
     if _same(routes.indices, rp.indices) and _same(routes.indptr, rp.indptr):

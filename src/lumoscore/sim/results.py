@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,15 @@ def summarize(jobs: pd.DataFrame) -> dict[str, float]:
     return out
 
 
-_COUNTED = ("reconfigurations", "failures", "hard_failures", "fragmentation_blocks")
+_COUNTED = (
+    "reconfigurations",
+    "failures",
+    "hard_failures",
+    "fragmentation_blocks",
+    "link_failures",
+    "link_repairs",
+    "link_reroutes",
+)
 
 #: Per-job columns that, when present, identify "jobs with equal parameters" for stability.
 STABILITY_COLUMNS: tuple[str, ...] = ("model", "gpus", "tp", "pp", "dp", "ep", "iterations")
@@ -166,13 +174,16 @@ def queue_stats(queue: pd.DataFrame) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class SimResult:
-    """Per-job table (:attr:`jobs`), run summary and run statistics of one simulation."""
+    """Per-job table (:attr:`jobs`), run summary and run statistics of one simulation;
+    :attr:`link_events` records every cable failure and repair (empty without link
+    failures; :data:`~lumoscore.sim.link_failures.LINK_EVENT_COLUMNS`)."""
 
     jobs: pd.DataFrame
     summary: dict[str, Any]
     queue: pd.DataFrame
     fabric: dict[str, Any]
     stats: dict[str, Any]
+    link_events: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @classmethod
     def build(
@@ -195,6 +206,7 @@ class SimResult:
         fragmented: NDArray[np.bool_] | None = None,
         queue_len: NDArray[np.int64],
         stats: dict[str, Any],
+        link_events: pd.DataFrame | None = None,
     ) -> SimResult:
         """Assemble the tables from the engine's arrays.
 
@@ -244,10 +256,12 @@ class SimResult:
         }
         queue = pd.DataFrame({"time_s": queue_t, "waiting": queue_len})
         summary.update(queue_stats(queue))
-        return cls(table, summary, queue, fabric, stats)
+        events = pd.DataFrame() if link_events is None else link_events
+        return cls(table, summary, queue, fabric, stats, events)
 
     def write(self, out_dir: str | Path, *, manifest: dict[str, Any] | None = None) -> Path:
-        """Write ``jobs.parquet``, ``jobs.csv``, ``queue.csv`` and ``summary.json`` atomically."""
+        """Write ``jobs.parquet``, ``jobs.csv``, ``queue.csv``, ``link_events.csv`` (with link
+        failures) and ``summary.json`` atomically."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         import io
@@ -257,6 +271,10 @@ class SimResult:
         atomic_write_text(out / "jobs.parquet", buf.getvalue())
         atomic_write_text(out / "jobs.csv", self.jobs.to_csv(index=False).encode())
         atomic_write_text(out / "queue.csv", self.queue.to_csv(index=False).encode())
+        if not self.link_events.empty:
+            atomic_write_text(
+                out / "link_events.csv", self.link_events.to_csv(index=False).encode()
+            )
         doc = {
             "summary": self.summary,
             "fabric": self.fabric,

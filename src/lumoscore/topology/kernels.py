@@ -27,6 +27,11 @@ __all__ = ["greedy_assign"]
 IntArray = NDArray[np.int64]
 
 
+#: Penalty of a spine with no working link at one of the two leaves (the greedy's leftover
+#: rule takes it only when every spine is such).
+_DEAD = 1 << 40
+
+
 @numba.njit(cache=True)
 def greedy_assign(
     r: IntArray,
@@ -44,7 +49,9 @@ def greedy_assign(
     ``concentrate`` the requirements fill the spines already used by this call first, then
     the others, both by index; otherwise they go round-robin over the spines, most common free
     links first (ties by index). What is left goes one unit at a time to the spine where the
-    larger of the two loads exceeds the smaller capacity least (ties by index).
+    larger of the two loads exceeds the smaller capacity least (ties by index), never to one
+    whose links at either leaf all failed (capacity 0) while another spine has working links
+    at both.
 
     Examples
     --------
@@ -106,6 +113,8 @@ def greedy_assign(
             best_w = 0
             for k in range(H):
                 w = max(load[a, k] + take[k], load[b, k] + take[k]) - min(cap[a, k], cap[b, k])
+                if cap[a, k] == 0 or cap[b, k] == 0:
+                    w += _DEAD  # a spine whose link failed at either leaf: the last resort
                 if k == 0 or w < best_w:
                     best, best_w = k, w
             take[best] += 1

@@ -645,7 +645,8 @@ def design_logical_topology(
 
     ``auto``: Heuristic-Decomposition for even ``tau`` with no failed links (Theorem 4.1);
     otherwise the greedy, and when it is not contention-free the better of greedy and
-    Heuristic-Decomposition (fewer links at the peak contention level).
+    Heuristic-Decomposition (fewer links on leaf-spine pairs whose links all failed, then
+    the lower peak contention, then fewer links at the peak).
 
     Examples
     --------
@@ -673,9 +674,13 @@ def design_logical_topology(
         return g
     hd = heuristic_decomposition(L, spec, capacity=cap)
 
-    def badness(t: LogicalTopology) -> tuple[int, int]:
+    dead = cap == 0
+
+    def badness(t: LogicalTopology) -> tuple[int, int, int]:
         lc = t.leaf_contention
-        return t.max_contention, int((lc == lc.max(initial=0)).sum())
+        # links on a failed leaf-spine pair cannot be carried at all: worst of all
+        on_dead = int(t.leaf_up[dead].sum() + t.leaf_down[dead].sum())
+        return on_dead, t.max_contention, int((lc == lc.max(initial=0)).sum())
 
     return hd if badness(hd) < badness(g) else g
 

@@ -1,0 +1,131 @@
+"""Robustness to link failures as a task preset: LumosCore Fig. 6(c) and Cross Wiring Fig. 8(b).
+
+Both papers run one 96-NPU llama2 (13B) job on their 128-NPU testbed while a share of the
+leaves' ports is shut down, and compare its training throughput on LumosCore (Cross Wiring)
+with a leaf-spine cluster's; the routing spreads flows evenly over the surviving links at
+every hop (BGP ECMP). :func:`run_link_failure_sweep` does the same in the simulator:
+
+* **LumosCore testbed** (LumosCore A.9, Cross Wiring E.1): 4 pods of 4 leaves and 4 spines,
+  8 GPUs a leaf, two links per leaf-spine pair (``tau = 2``), 4 OCS groups of 8 four-port
+  OCSes, Cross Wiring (``uniform``: Uniform Wiring with the ILP solver), ECMP;
+* **leaf-spine**: 8 leaves of 16 GPUs, 16 one-link spines (the testbed's 8 spines with two
+  links each), ECMP;
+* the job: llama2_13b, TP 8, PP 2, DP 6 (``EP = TP``), on an otherwise idle cluster;
+* failures: a share of the leaf-spine cables down before the job starts
+  (:class:`~lumoscore.sim.link_failures.LinkFailureModel`, ``fraction``), a new draw per seed.
+
+Writes ``fig6c.csv``/``.md`` (per architecture and failure share: mean JRT, throughput
+relative to the same architecture without failures, runs whose job found no route) and
+``fig6c.png``/``.svg``.
+
+Examples
+--------
+>>> import tempfile
+>>> out = run_link_failure_sweep(tempfile.mkdtemp(), fractions=(0.0, 0.2), seeds=(1,))
+>>> sorted({r["architecture"] for r in out.rows})
+['leaf-spine', 'lumoscore-cross', 'lumoscore-uniform']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lumoscore.errors import ConfigError
+
+__all__ = ["FIG6C_FRACTIONS", "TESTBED_JOB", "run_link_failure_sweep", "testbed_fabrics"]
+
+#: Shares of the leaf-spine cables down (the papers do not give their x-axis values).
+FIG6C_FRACTIONS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
+#: The job of the papers' robustness test: ``(model, gpus, tp, pp, dp)``.
+TESTBED_JOB: tuple[str, int, int, int, int] = ("llama2_13b", 96, 8, 2, 6)
+
+
+def testbed_fabrics(seed: int) -> dict[str, Callable[[], Any]]:
+    """Builders of the three 128-GPU testbed clusters by name (module docstring)."""
+    from lumoscore.fabric.leafspine import LeafSpineFabric
+    from lumoscore.fabric.lumos import LumosCoreFabric
+    from lumoscore.topology import ClusterSpec
+
+    spec = ClusterSpec(pods=4, k_leaf=8, k_spine=8, tau=2, gpus_per_server=8, ocs_ports=4)
+    return {
+        "lumoscore-cross": lambda: LumosCoreFabric(
+            spec, routing="ecmp", wiring="cross", seed=seed, reconfig_delay_s=0.0
+        ),
+        "lumoscore-uniform": lambda: LumosCoreFabric(
+            spec,
+            routing="ecmp",
+            wiring="uniform",
+            solver="ilp",
+            seed=seed,
+            reconfig_delay_s=0.0,
+        ),
+        "leaf-spine": lambda: LeafSpineFabric(
+            8, 16, 8, gpus_per_leaf=16, routing="ecmp", seed=seed
+        ),
+    }
+
+
+def run_link_failure_sweep(
+    out_dir: str | Path,
+    *,
+    fractions: Sequence[float] = FIG6C_FRACTIONS,
+    seeds: Sequence[int] = tuple(range(1, 11)),
+    exposure: str = "research",
+) -> Any:
+    """LumosCore Fig. 6(c) / Cross Wiring Fig. 8(b): the testbed job's throughput against
+    the share of failed leaf-spine cables (module docstring). Returns a
+    :class:`~lumoscore.experiments.presets.TaskOutput` with one row per architecture and
+    share."""
+    from lumoscore.experiments.presets import TaskOutput, _new_figure, _save_figure, _write_table
+    from lumoscore.sim import Simulator
+    from lumoscore.sim.link_failures import LinkFailureModel
+    from lumoscore.workload import Job
+
+    if not fractions or not seeds:
+        raise ConfigError("fractions and seeds must be non-empty")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model, gpus, tp, pp, dp = TESTBED_JOB
+    job = Job(job_id=0, arrival_s=0.0, gpus=gpus, model=model, tp=tp, pp=pp, dp=dp, ep=tp,
+              iterations=20, duration_s=3600.0)  # fmt: skip
+    jrt: dict[tuple[str, float], list[float]] = {}
+    for seed in seeds:
+        for name, build in testbed_fabrics(int(seed)).items():
+            for f in fractions:
+                res = Simulator(
+                    build(), [job], exposure=exposure, seed=int(seed),
+                    link_failures=LinkFailureModel(fraction=float(f)),
+                ).run()  # fmt: skip
+                jrt.setdefault((name, float(f)), []).append(float(res.jobs["jrt_s"].iloc[0]))
+    names = list(testbed_fabrics(0))
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        base = np.array(jrt[(name, float(fractions[0]))])
+        for f in fractions:
+            x = np.array(jrt[(name, float(f))])
+            ok = np.isfinite(x) & np.isfinite(base)
+            rows.append({
+                "architecture": name,
+                "failed_share": float(f),
+                "mean_jrt_s": float(np.nanmean(x)) if np.isfinite(x).any() else float("nan"),
+                "throughput": float(np.mean(base[ok] / x[ok])) if ok.any() else float("nan"),
+                "unroutable_runs": int((~np.isfinite(x)).sum()),
+                "runs": int(x.size),
+            })  # fmt: skip
+    files = _write_table(out, "fig6c", rows)
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    for i, name in enumerate(names):
+        sel = [r for r in rows if r["architecture"] == name]
+        ax.plot([100 * r["failed_share"] for r in sel], [r["throughput"] for r in sel],
+                marker="o", color=f"C{i}", label=name)  # fmt: skip
+    ax.set_xlabel("leaf-spine cables down (%)")
+    ax.set_ylabel(f"throughput vs no failure (share of {fractions[0]:g})")
+    ax.set_title("LumosCore Fig. 6(c) / Cross Wiring Fig. 8(b): 96-GPU llama2-13B job")
+    ax.legend(fontsize=8)
+    files += _save_figure(fig, out, "fig6c")
+    return TaskOutput(tuple(files), tuple(rows))

@@ -1,0 +1,237 @@
+"""Leaf-spine cable failures and repairs during a run (LumosCore Fig. 6(c), Cross Wiring Fig. 8(b)).
+
+:class:`LinkFailureModel` says which cables (:meth:`Fabric.cables
+<lumoscore.fabric.base.Fabric.cables>`) fail and when: a share of them down from the start
+(``fraction``, never repaired: the static case of the papers' robustness figures), Poisson
+failures of every working cable at ``rate_per_cable_day``, each repaired ``repair_s`` later,
+and scripted ``(time_s, cable, "fail" | "repair")`` events. :class:`LinkOutages` turns them into
+simulator events: the fabric takes the capacity away (:meth:`Fabric.fail_cables
+<lumoscore.fabric.base.Fabric.fail_cables>`; LumosCore also recomputes its logical topology
+and OCS configuration on the working links), the running jobs whose routes crossed a link that
+went down are routed again around it (Clos and leaf-spine: ECMP re-hashing over the surviving
+paths, :meth:`Fabric.live_routes <lumoscore.fabric.base.Fabric.live_routes>`), flows in
+flight included; no job is lost. Every event is recorded (:attr:`LinkOutages.events`).
+
+Examples
+--------
+>>> import numpy as np
+>>> from lumoscore.fabric import make_fabric
+>>> from lumoscore.sim import Simulator
+>>> from lumoscore.workload import generate_trace
+>>> jobs = generate_trace("lumoscore-published", 6, seed=1, cluster_gpus=512).jobs
+>>> lf = LinkFailureModel(fraction=0.2)
+>>> res = Simulator(make_fabric("clos-51.2T-3tier", 512), jobs, link_failures=lf).run()
+>>> res.summary["jobs"], res.summary["link_failures"] > 0
+(6, True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lumoscore.errors import ConfigError
+from lumoscore.fabric.base import FabricChange
+from lumoscore.sim.changes import FabricChanges
+from lumoscore.sim.events import Event
+from lumoscore.sim.state import P_FINISH, RunState
+
+__all__ = ["LINK_EVENT_COLUMNS", "LinkFailureModel", "LinkOutages"]
+
+#: Columns of :attr:`LinkOutages.events` (and of a result's ``link_events`` table).
+LINK_EVENT_COLUMNS: tuple[str, ...] = (
+    "time_s",
+    "kind",
+    "cables",
+    "dead_links",
+    "rerouted_jobs",
+    "capacity_lost_bps",
+)
+
+_DAY_S = 86_400.0
+
+
+@dataclass(frozen=True)
+class LinkFailureModel:
+    """Which leaf-spine cables fail, and when.
+
+    Parameters
+    ----------
+    fraction : float
+        Share of the cables down from time 0, drawn at random, never repaired (``[0, 1)``).
+    rate_per_cable_day : float
+        Poisson failures per working cable per day (0: none).
+    repair_s : float
+        Time a Poisson failure takes to repair (> 0).
+    script : sequence of (float, int, str)
+        Scripted events ``(time_s, cable, "fail" | "repair")``.
+
+    Examples
+    --------
+    >>> LinkFailureModel().enabled, LinkFailureModel(fraction=0.1).enabled
+    (False, True)
+    >>> LinkFailureModel(fraction=1.0)
+    Traceback (most recent call last):
+    ...
+    lumoscore.errors.ConfigError: link failures: fraction must be in [0, 1), got 1.0
+    """
+
+    fraction: float = 0.0
+    rate_per_cable_day: float = 0.0
+    repair_s: float = 3600.0
+    script: Sequence[tuple[float, int, str]] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if not (0.0 <= self.fraction < 1.0):
+            raise ConfigError(f"link failures: fraction must be in [0, 1), got {self.fraction}")
+        if not (self.rate_per_cable_day >= 0 and math.isfinite(self.rate_per_cable_day)):
+            raise ConfigError(
+                "link failures: rate_per_cable_day must be a finite number >= 0, got "
+                f"{self.rate_per_cable_day}"
+            )
+        if not (self.repair_s > 0 and math.isfinite(self.repair_s)):
+            raise ConfigError(
+                f"link failures: repair_s must be a finite number > 0, got {self.repair_s}"
+            )
+        for i, ev in enumerate(self.script):
+            if len(ev) != 3 or ev[2] not in ("fail", "repair") or not ev[0] >= 0:
+                raise ConfigError(
+                    f"link failures: script[{i}] = {ev!r}; expected (time_s >= 0, cable, "
+                    "'fail' | 'repair')"
+                )
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any cable ever fails."""
+        return self.fraction > 0 or self.rate_per_cable_day > 0 or bool(self.script)
+
+
+class LinkOutages:
+    """Cable failures and repairs of one run (see the module docstring).
+
+    Parameters
+    ----------
+    state : RunState
+        The run's shared state (its fabric has :meth:`~lumoscore.fabric.base.Fabric.cables`).
+    changes : FabricChanges
+        Applies capacity changes and routes jobs again.
+    failures : LinkFailureModel
+        The failure process.
+    rng : numpy.random.Generator
+        Draws the failed cables and the failure times.
+    """
+
+    def __init__(
+        self,
+        state: RunState,
+        changes: FabricChanges,
+        failures: LinkFailureModel,
+        rng: np.random.Generator,
+    ) -> None:
+        self.s = state
+        self.changes = changes
+        self.lf = failures
+        self.rng = rng
+        up, _, self.cable_bps = state.fabric.cables()  # a ConfigError without cables
+        self.n_cables = int(up.size)
+        self.down = np.zeros(self.n_cables, bool)
+        #: One record per event: see :data:`LINK_EVENT_COLUMNS`.
+        self.events: list[dict[str, Any]] = []
+        for key in ("link_failures", "link_repairs", "link_reroutes"):
+            state.stats.setdefault(key, 0)
+
+    def start(self) -> None:
+        """Schedule the failures at time 0, the scripted events and the first Poisson one."""
+        q = self.s.queue
+        lf = self.lf
+        if lf.fraction > 0:
+            k = max(1, round(lf.fraction * self.n_cables))
+            cables = np.sort(self.rng.choice(self.n_cables, size=k, replace=False))
+            q.schedule(0.0, "linkfail", data=cables, priority=P_FINISH)
+        for t, cable, kind in lf.script:
+            if not 0 <= int(cable) < self.n_cables:
+                raise ConfigError(
+                    f"link failures: cable {cable} out of range; the fabric has "
+                    f"{self.n_cables} cables"
+                )
+            q.schedule(float(t), "link" + kind, data=np.array([int(cable)]), priority=P_FINISH)
+        self._schedule_next(0.0)
+
+    def _schedule_next(self, now: float) -> None:
+        s = self.s
+        rate = self.lf.rate_per_cable_day / _DAY_S * int((~self.down).sum())
+        if rate <= 0 or s.done >= s.records.n:
+            return
+        t = now + float(self.rng.exponential(1.0 / rate))
+        s.queue.schedule(t, "linkdraw", priority=P_FINISH)
+
+    # -- events ---------------------------------------------------------------------------
+    def on_draw(self, ev: Event) -> None:
+        """A Poisson failure: a working cable at random goes down until ``repair_s`` later."""
+        up = np.flatnonzero(~self.down)
+        if up.size:
+            cable = int(self.rng.choice(up))
+            self._change(np.array([cable]), True, ev.time_s)
+            self.s.queue.schedule(
+                ev.time_s + self.lf.repair_s, "linkrepair", data=np.array([cable]),
+                priority=P_FINISH,
+            )  # fmt: skip
+        self._schedule_next(ev.time_s)
+
+    def on_fail(self, ev: Event) -> None:
+        """Cables go down (time-0 share or script)."""
+        self._change(np.asarray(ev.data, dtype=np.int64), True, ev.time_s)
+
+    def on_repair(self, ev: Event) -> None:
+        """Cables are back."""
+        self._change(np.asarray(ev.data, dtype=np.int64), False, ev.time_s)
+
+    def _change(self, cables: np.ndarray, fail: bool, now: float) -> None:
+        s = self.s
+        cables = cables[self.down[cables] != fail]
+        if not cables.size:
+            return
+        self.down[cables] = fail
+        fab = s.fabric
+        was_dead = None if fab.dead_links is None else fab.dead_links.copy()
+        change = fab.fail_cables(cables) if fail else fab.repair_cables(cables)
+        reroute = set(change.reroute)
+        dead = fab.dead_links
+        assert dead is not None
+        if fail:
+            newly = dead & ~was_dead if was_dead is not None else dead
+            if newly.any():
+                for jid, run in s.running.items():
+                    if fab.load_aware or newly[run.plan.links].any():
+                        reroute.add(jid)
+        lost = float(self.cable_bps * cables.size)
+        self.changes.apply(
+            FabricChange(
+                links=change.links,
+                capacity_bps=change.capacity_bps,
+                note=change.note,
+                reroute=tuple(sorted(reroute)),
+            ),
+            now,
+        )
+        s.stats["link_failures" if fail else "link_repairs"] += int(cables.size)
+        s.stats["link_reroutes"] += len(reroute)
+        self.events.append(
+            {
+                "time_s": now,
+                "kind": "fail" if fail else "repair",
+                "cables": int(cables.size),
+                "dead_links": int(dead.sum()),
+                "rerouted_jobs": len(reroute),
+                "capacity_lost_bps": lost if fail else -lost,
+            }
+        )
+
+    def table(self) -> pd.DataFrame:
+        """The events as a table (:data:`LINK_EVENT_COLUMNS`)."""
+        return pd.DataFrame(self.events, columns=list(LINK_EVENT_COLUMNS))

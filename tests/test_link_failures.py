@@ -1,0 +1,164 @@
+"""Leaf-spine cable failures: capacities, routing around failed links, the run's events."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lumoscore.errors import ConfigError
+from lumoscore.fabric import make_fabric
+from lumoscore.fabric.base import NoRouteError, _flows_over
+from lumoscore.sim import Simulator
+from lumoscore.sim.link_failures import LINK_EVENT_COLUMNS, LinkFailureModel
+from lumoscore.sim.placers import PLACERS
+from lumoscore.sim.plan import build_plan
+from lumoscore.workload import generate_trace
+
+#: (architecture, routing) pairs with leaf-spine cables, at 512 GPUs.
+FABRICS = [
+    ("clos-51.2T-3tier", "ecmp"),
+    ("clos-51.2T-3tier", "probing"),
+    ("vclos-leaf-spine", "ecmp"),
+    ("lumoscore-51.2T-tau2", "planned"),
+    ("lumoscore-51.2T-tau2", "ecmp"),
+    ("lumoscore-25.6T-tau1", "planned"),
+]
+
+
+def test_failing_and_repairing_cables_moves_exactly_their_capacity() -> None:
+    fab = make_fabric("lumoscore-51.2T-tau2", 512)
+    up, down, bps = fab.cables()
+    before = fab.capacity_bps.copy()
+    # the two parallel cables of the first leaf and spine 0, and one more
+    change = fab.fail_cables([0, 1, 2])
+    fab.apply(change)
+    assert fab.capacity_bps[up[0]] == 0 and fab.capacity_bps[down[0]] == 0
+    assert fab.capacity_bps[up[2]] == before[up[2]] - bps
+    assert fab.dead_links is not None and int(fab.dead_links.sum()) == 2
+    assert (fab.state.failed_links[0, :2] == [2, 1]).all()
+    fab.apply(fab.repair_cables([0, 1, 2]))
+    leaf = slice(2 * fab.gpus, fab.off_ocs)
+    assert np.array_equal(fab.capacity_bps[leaf], before[leaf])
+    assert not fab.dead_links.any() and not fab.state.failed_links.any()
+    assert fab.fail_cables([]).empty  # nothing new
+
+
+@pytest.mark.parametrize(("arch", "routing"), FABRICS)
+@settings(max_examples=8, deadline=None)
+@given(fraction=st.floats(0.0, 0.3), seed=st.integers(0, 2**16))
+def test_no_flow_is_ever_routed_over_a_failed_link(
+    arch: str, routing: str, fraction: float, seed: int
+) -> None:
+    """Random cables fail, then jobs are placed and routed: no flow crosses a link the
+    failures took down; a flow without any route exists only where the fabric is truly cut
+    (checked on the leaf-spine fabric: no spine with working links at both leaves)."""
+    fab = make_fabric(arch, 512, routing=routing)
+    up, _, _ = fab.cables()
+    rng = np.random.default_rng(seed)
+    fab.apply(fab.fail_cables(rng.choice(up.size, int(fraction * up.size), replace=False)))
+    placer = PLACERS[fab.default_placer](fab)
+    for job in generate_trace("lumoscore-published", 6, seed=seed, cluster_gpus=512).jobs:
+        gpus = placer.place(job)
+        if gpus is None:
+            continue
+        fab.apply(fab.admit(job.job_id, gpus))
+        try:
+            plan = build_plan(job, gpus, fab, exposure="research")
+        except NoRouteError:
+            if arch == "vclos-leaf-spine":  # truly cut: no spine alive at both leaves
+                dead = fab.dead_links[fab.up_link(np.arange(fab.L * fab.S))].reshape(fab.L, -1)
+                leaves = np.unique(gpus // fab.d)
+                assert any(not (~dead[a] & ~dead[b]).any() for a in leaves for b in leaves if a < b)
+            continue
+        for rp in plan.rounds:
+            assert not _flows_over(fab.dead_links, rp.indptr, rp.indices).any()
+
+
+@pytest.mark.parametrize("arch", ["clos-51.2T-3tier", "lumoscore-51.2T-tau2"])
+def test_failures_with_repairs_every_job_finishes_and_jrt_rises(arch: str) -> None:
+    jobs = generate_trace("lumoscore-published", 60, seed=4, cluster_gpus=512).jobs
+    base = Simulator(make_fabric(arch, 512), jobs, exposure="research", seed=4).run()
+    lf = LinkFailureModel(fraction=0.2, rate_per_cable_day=0.5, repair_s=1800.0)
+    res = Simulator(make_fabric(arch, 512), jobs, exposure="research", seed=4,
+                    link_failures=lf).run()  # fmt: skip
+    assert res.summary["jobs"] == base.summary["jobs"] == 60
+    assert res.summary["mean_jrt_s"] >= base.summary["mean_jrt_s"] * (1 - 1e-9)
+    ev = res.link_events
+    assert list(ev.columns) == list(LINK_EVENT_COLUMNS)
+    assert int(ev.loc[ev["kind"] == "fail", "cables"].sum()) == res.summary["link_failures"]
+    assert int(ev.loc[ev["kind"] == "repair", "cables"].sum()) == res.summary["link_repairs"]
+    assert ev["time_s"].is_monotonic_increasing
+    # same seed, same failures, same results
+    again = Simulator(make_fabric(arch, 512), jobs, exposure="research", seed=4,
+                      link_failures=lf).run()  # fmt: skip
+    assert again.jobs.equals(res.jobs) and again.link_events.equals(ev)
+
+
+def test_a_scripted_failure_reroutes_the_job_on_the_cable() -> None:
+    """A job runs alone; every cable its routes use fails mid-run: it is routed around them
+    and finishes later than without the failure."""
+    jobs = generate_trace("lumoscore-published", 1, seed=2, cluster_gpus=512).jobs
+    fab = make_fabric("clos-51.2T-3tier", 512, routing="ecmp")
+    placer = PLACERS["locality"](fab)
+    job = jobs[0]
+    gpus = placer.place(job)
+    plan = build_plan(job, gpus, fab, exposure="research")
+    up, down, _ = fab.cables()
+    used = np.flatnonzero(np.isin(up, plan.links) | np.isin(down, plan.links))
+    assert used.size
+    t = job.arrival_s + job.duration_s / 2
+    lf = LinkFailureModel(script=[(t, int(c), "fail") for c in used])
+    res = Simulator(make_fabric("clos-51.2T-3tier", 512, routing="ecmp"), jobs,
+                    exposure="research", link_failures=lf, placer="locality").run()  # fmt: skip
+    assert res.summary["jobs"] == 1 and res.summary["link_reroutes"] >= 1
+    assert res.summary["link_failures"] == used.size
+
+
+def test_link_failures_need_cables_and_valid_parameters() -> None:
+    jobs = generate_trace("lumoscore-published", 2, seed=1, cluster_gpus=512).jobs
+    with pytest.raises(ConfigError, match="no leaf-spine cables"):
+        Simulator(make_fabric("best", 512), jobs, link_failures=LinkFailureModel(fraction=0.1))
+    with pytest.raises(ConfigError, match="vClos fabrics"):
+        Simulator(make_fabric("vclos", 512), jobs, link_failures=LinkFailureModel(fraction=0.1))
+    for bad in ({"fraction": -0.1}, {"rate_per_cable_day": float("inf")}, {"repair_s": 0.0},
+                {"script": [(1.0, 0, "explode")]}):  # fmt: skip
+        with pytest.raises(ConfigError, match="link failures"):
+            LinkFailureModel(**bad)  # type: ignore[arg-type]
+
+
+def test_fig6c_sweep_throughput_falls_with_failures(tmp_path) -> None:
+    from lumoscore.experiments.robustness import run_link_failure_sweep
+
+    out = run_link_failure_sweep(tmp_path, fractions=(0.0, 0.1, 0.25), seeds=(1, 2))
+    by = {(r["architecture"], r["failed_share"]): r for r in out.rows}
+    for arch in ("lumoscore-cross", "leaf-spine"):
+        assert by[(arch, 0.0)]["throughput"] == pytest.approx(1.0)
+        assert by[(arch, 0.25)]["throughput"] <= 1.0 + 1e-9
+        assert by[(arch, 0.25)]["mean_jrt_s"] >= by[(arch, 0.0)]["mean_jrt_s"] - 1e-6
+    assert (tmp_path / "fig6c.png").stat().st_size > 0
+
+
+def test_a_job_cut_off_by_failures_stalls_until_the_repair() -> None:
+    """Every uplink of a leaf the job uses fails mid-run: no route is left, the job stalls
+    on the dead links and finishes after the repair."""
+    from lumoscore.workload import Job
+
+    job = Job(job_id=0, arrival_s=0.0, gpus=32, model="llama_7b", tp=8, pp=1, dp=4, ep=8,
+              iterations=10, duration_s=1000.0)  # fmt: skip
+
+    def run(script: list[tuple[float, int, str]]) -> object:
+        fab = make_fabric("vclos-leaf-spine", 512)
+        lf = LinkFailureModel(script=script)
+        return Simulator(fab, [job], exposure="literal", link_failures=lf).run()
+
+    base = run([])
+    assert base.summary["jobs"] == 1
+    fab = make_fabric("vclos-leaf-spine", 512)
+    leaf = int(PLACERS["vclos"](fab).place(job)[0] // fab.d)
+    cables = range(leaf * fab.S, (leaf + 1) * fab.S)
+    cut = [(300.0, c, "fail") for c in cables] + [(800.0, c, "repair") for c in cables]
+    res = run(cut)
+    assert res.summary["jobs"] == 1 and res.stats["stalled_reroutes"] >= 1
+    assert res.summary["mean_jrt_s"] > base.summary["mean_jrt_s"] + 100.0
