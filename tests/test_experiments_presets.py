@@ -31,6 +31,9 @@ SIMULATIONS = [n for n, p in PAPER_PRESETS.items() if p.kind == "simulation"]
 TASKS = [n for n, p in PAPER_PRESETS.items() if p.kind == "task"]
 EXPECTED = {
     "fig6c",
+    "fig10",
+    "reconfig-interval",
+    "link-failures",
     "vclos-table4",
     "vclos-fig13",
     "vclos-table6",
@@ -54,6 +57,8 @@ def test_registry_holds_every_paper_item() -> None:
     assert set(PAPER_PRESETS) == EXPECTED
     assert set(TASKS) == {
         "fig6c",
+        "fig10",
+        "reconfig-interval",
         "fig7",
         "table6",
         "sec6.6",
@@ -95,6 +100,16 @@ def test_swept_values_match_the_paper_figures() -> None:
     assert values("fig8c", lambda r: r.gpus) == {2048, 4096, 8192, 16384}
     for name in set(SIMULATIONS) - {"fig23"}:  # the paper's workload level (§6.2)
         assert values(name, lambda r: (r.trace.load, r.trace.beta_s)) == {(0.655, None)}
+    rates = values("link-failures", lambda r: (r.arch, r.link_failures.rate_per_cable_day))
+    assert ("best", 0.0) in rates and ("clos-51.2T-3tier", 0.05) in rates
+    assert ("lumoscore-51.2T-tau2", 0.05) in rates and ("best", 0.05) not in rates
+    repairs = values("link-failures", lambda r: r.link_failures.repair_s)
+    assert repairs <= {86400.0, 3600.0} and 86400.0 in repairs  # Best keeps the default
+    # the failure-free runs are fig8ab's (same store keys)
+    plain = {run_key(r) for r in preset_runs(preset_experiments(get_preset("fig8ab")))}
+    free = [r for r in preset_runs(preset_experiments(get_preset("link-failures")))
+            if r.link_failures.is_default]  # fmt: skip
+    assert free and {run_key(r) for r in free} <= plain
     rates = values("fig8d", lambda r: r.failures.rate_per_gpu_day)
     assert 0.0 in rates and len(rates) >= 3 and max(rates) <= 0.01
     loads = values("fig23", lambda r: r.trace.load)

@@ -162,3 +162,27 @@ def test_a_job_cut_off_by_failures_stalls_until_the_repair() -> None:
     res = run(cut)
     assert res.summary["jobs"] == 1 and res.stats["stalled_reroutes"] >= 1
     assert res.summary["mean_jrt_s"] > base.summary["mean_jrt_s"] + 100.0
+
+
+def test_periodic_ocs_switching_costs_less_the_rarer_it_is(tmp_path) -> None:
+    """No switching gives exactly the run without the option; a switch every 30 s costs
+    more per step than every 90 s (LumosCore Table 5's direction); the preset writes its
+    table beside the papers'."""
+    from lumoscore.experiments.robustness import RECONFIG_PAPER_MS, run_reconfig_interval
+    from lumoscore.fabric.lumos import LumosCoreFabric
+    from lumoscore.topology import ClusterSpec
+    from lumoscore.workload import Job
+
+    spec = ClusterSpec(pods=4, k_leaf=8, k_spine=8, tau=2, gpus_per_server=8, ocs_ports=4)
+    job = Job(job_id=0, arrival_s=0.0, gpus=64, model="llama_7b", tp=8, pp=2, dp=4, ep=8,
+              iterations=200, duration_s=220.0)  # fmt: skip
+    plain = Simulator(LumosCoreFabric(spec, reconfig_delay_s=0.0), [job]).run()
+    off = Simulator(LumosCoreFabric(spec, reconfig_delay_s=0.0, switch_interval_s=0.0),
+                    [job]).run()  # fmt: skip
+    assert off.jobs.equals(plain.jobs)
+    out = run_reconfig_interval(tmp_path, intervals=(30.0, 90.0, 0.0), steps=300)
+    ms = {r["interval"]: r["ms_per_step"] for r in out.rows}
+    assert ms["30 s"] > ms["90 s"] > ms["never"]
+    assert out.rows[0]["paper_ms_per_step"] == RECONFIG_PAPER_MS[30.0]
+    with pytest.raises(ConfigError, match="switch_s"):
+        LumosCoreFabric(spec, switch_interval_s=2.0, switch_s=3.0)

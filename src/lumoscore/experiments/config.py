@@ -158,8 +158,9 @@ class LinkFailureConfig(BaseModel):
 
     @property
     def is_default(self) -> bool:
-        """No cable ever fails (the field is then left out of store keys)."""
-        return self == LinkFailureConfig()
+        """No cable ever fails (whatever ``repair_s``): the run is the same as without the
+        field, which store keys then leave out."""
+        return self.fraction == 0 and self.rate_per_cable_day == 0
 
     def to_model(self) -> LinkFailureModel:
         """The simulator's :class:`~lumoscore.sim.link_failures.LinkFailureModel`."""
@@ -593,7 +594,7 @@ class ExperimentConfig(BaseModel):
             "failures": self.failures.model_dump(),
             **(
                 {}
-                if self.link_failures.is_default or _routes_one_way(arch)
+                if self.link_failures == LinkFailureConfig() or _routes_one_way(arch)
                 else {"link_failures": self.link_failures.model_dump()}
             ),
         }

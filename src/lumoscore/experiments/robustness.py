@@ -1,4 +1,5 @@
-"""Robustness to link failures as a task preset: LumosCore Fig. 6(c) and Cross Wiring Fig. 8(b).
+"""Robustness as task presets: link failures (LumosCore Fig. 6(c), Cross Wiring Fig. 8(b))
+and periodic OCS switching (LumosCore Table 5, Cross Wiring Table 4, :func:`run_reconfig_interval`).
 
 Both papers run one 96-NPU llama2 (13B) job on their 128-NPU testbed while a share of the
 leaves' ports is shut down, and compare its training throughput on LumosCore (Cross Wiring)
@@ -36,7 +37,15 @@ import numpy as np
 
 from lumoscore.errors import ConfigError
 
-__all__ = ["FIG6C_FRACTIONS", "TESTBED_JOB", "run_link_failure_sweep", "testbed_fabrics"]
+__all__ = [
+    "FIG6C_FRACTIONS",
+    "RECONFIG_INTERVALS_S",
+    "RECONFIG_PAPER_MS",
+    "TESTBED_JOB",
+    "run_link_failure_sweep",
+    "run_reconfig_interval",
+    "testbed_fabrics",
+]
 
 #: Shares of the leaf-spine cables down (the papers do not give their x-axis values).
 FIG6C_FRACTIONS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
@@ -128,4 +137,60 @@ def run_link_failure_sweep(
     ax.set_title("LumosCore Fig. 6(c) / Cross Wiring Fig. 8(b): 96-GPU llama2-13B job")
     ax.legend(fontsize=8)
     files += _save_figure(fig, out, "fig6c")
+    return TaskOutput(tuple(files), tuple(rows))
+
+
+#: Periodic OCS switching intervals of LumosCore Table 5 / Cross Wiring Table 4 (s; ``0``:
+#: none, the papers' "Nan"/"infinity" column).
+RECONFIG_INTERVALS_S: tuple[float, ...] = (30.0, 60.0, 90.0, 0.0)
+#: The papers' mean time per step (ms) of the llama2-7B job at those intervals.
+RECONFIG_PAPER_MS: dict[float, float] = {30.0: 1175.4, 60.0: 1112.8, 90.0: 1103.2, 0.0: 1103.0}
+
+
+def run_reconfig_interval(
+    out_dir: str | Path,
+    *,
+    intervals: Sequence[float] = RECONFIG_INTERVALS_S,
+    steps: int = 1000,
+    switch_s: float = 2.38,
+    exposure: str = "research",
+) -> Any:
+    """LumosCore Table 5 / Cross Wiring Table 4: a llama2-7B job on the whole testbed (128
+    GPUs, TP 8, PP 2, DP 8, Cross Wiring) while half of the OCS links are switched every
+    ``interval`` seconds, each switch stalling the cross-pod traffic for ``switch_s``
+    (:meth:`~lumoscore.fabric.lumos.LumosCoreFabric.ocs_switch`); mean time per step beside
+    the papers'. A step takes the papers' 1103.0 ms on the ideal network. Writes
+    ``reconfig-interval.csv``/``.md``."""
+    from lumoscore.experiments.presets import TaskOutput, _write_table
+    from lumoscore.fabric.lumos import LumosCoreFabric
+    from lumoscore.sim import Simulator
+    from lumoscore.topology import ClusterSpec
+    from lumoscore.workload import Job
+
+    if not intervals or steps < 1:
+        raise ConfigError("intervals must be non-empty and steps >= 1")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    spec = ClusterSpec(pods=4, k_leaf=8, k_spine=8, tau=2, gpus_per_server=8, ocs_ports=4)
+    step_s = RECONFIG_PAPER_MS[0.0] / 1000
+    job = Job(job_id=0, arrival_s=0.0, gpus=128, model="llama2_7b", tp=8, pp=2, dp=8, ep=8,
+              iterations=int(steps), duration_s=steps * step_s)  # fmt: skip
+    per_step: dict[float, float] = {}
+    for iv in intervals:
+        fab = LumosCoreFabric(spec, switch_interval_s=float(iv), switch_s=switch_s,
+                              reconfig_delay_s=0.0)  # fmt: skip
+        res = Simulator(fab, [job], exposure=exposure).run()
+        per_step[float(iv)] = 1000 * float(res.jobs["jrt_s"].iloc[0]) / steps
+    base = per_step.get(0.0, float("nan"))
+    rows = [
+        {
+            "interval": f"{iv:g} s" if iv else "never",
+            "ms_per_step": ms,
+            "paper_ms_per_step": RECONFIG_PAPER_MS.get(iv, float("nan")),
+            "overhead": ms / base - 1,
+            "paper_overhead": RECONFIG_PAPER_MS.get(iv, float("nan")) / RECONFIG_PAPER_MS[0.0] - 1,
+        }
+        for iv, ms in per_step.items()
+    ]
+    files = _write_table(out, "reconfig-interval", rows)
     return TaskOutput(tuple(files), tuple(rows))

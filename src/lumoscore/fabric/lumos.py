@@ -165,6 +165,9 @@ def _spread(weights: IntArray, rank: IntArray) -> IntArray:
     return np.argmax(cum > pos[:, None], axis=1).astype(np.int64)
 
 
+#: Share of an OCS link's capacity left during a periodic switch (its flows stall).
+_BLACKHOLED = 1e-6
+
 #: Options of :func:`lumoscore.placement.admit` that a release passes on to ``finish``.
 _FINISH_OPTIONS = frozenset(("logical_method", "logical_mode", "iota", "backup"))
 
@@ -198,6 +201,17 @@ class LumosCoreFabric(Fabric):
     admit_options : dict, optional
         Extra keyword arguments for :func:`lumoscore.placement.admit` / ``finish``
         (e.g. ``split_ep=False`` turns the EP-split fallback off).
+    switch_interval_s : float
+        Periodic OCS switching (LumosCore Table 5, Cross Wiring Table 4): every this many
+        seconds a share ``switch_share`` of every OCS link's circuits is switched, and the
+        cross-pod traffic stalls for ``switch_s`` (the OCS switching and BGP convergence;
+        :meth:`ocs_switch`). 0 (default): none.
+    switch_share : float
+        Share of the circuits a periodic switch takes out, in ``(0, 1)`` (default 0.5, the
+        papers' "half of the OCS links").
+    switch_s : float
+        How long a periodic switch keeps them out (default 2.38 s, the testbed's BGP
+        convergence time at 4 pods, LumosCore Table 3).
     backup : bool
         Idle OCS ports form a full-mesh backup of the logical topology
         (:func:`lumoscore.topology.logical.backup_mesh`); default off.
@@ -245,6 +259,9 @@ class LumosCoreFabric(Fabric):
         rail_optimized: bool = False,
         backup: bool = False,
         logical_mode: str = "incremental",
+        switch_interval_s: float = 0.0,
+        switch_share: float = 0.5,
+        switch_s: float = 2.38,
     ) -> None:
         if not isinstance(spec, ClusterSpec):
             raise ConfigError(f"spec must be a ClusterSpec, got {type(spec).__name__}")
@@ -271,6 +288,22 @@ class LumosCoreFabric(Fabric):
             else self.wiring
         )
         self.reconfig_delay_s = float(reconfig_delay_s)
+        if not (switch_interval_s >= 0 and np.isfinite(switch_interval_s)):
+            raise ConfigError(
+                f"switch_interval_s must be a finite value >= 0, got {switch_interval_s!r}"
+            )
+        if not 0 < switch_share < 1:
+            raise ConfigError(f"switch_share must be in (0, 1), got {switch_share!r}")
+        if not (switch_s > 0 and np.isfinite(switch_s)) or (
+            switch_interval_s and switch_s >= switch_interval_s
+        ):
+            raise ConfigError(
+                f"switch_s must be > 0 and shorter than switch_interval_s, got {switch_s!r}"
+            )
+        self.switch_interval_s = float(switch_interval_s)
+        self.switch_share = float(switch_share)
+        self.switch_s = float(switch_s)
+        self._switching = False  # a periodic switch is under way
         self.policy = policy
         self.seed = int(seed)
         self.chip_tbps = chip_tbps
@@ -403,7 +436,8 @@ class LumosCoreFabric(Fabric):
     def _ocs_change(self, delay_s: float, note: str) -> FabricChange:
         circuits = np.ascontiguousarray(self.state.circuits, dtype=np.int64)
         old = np.ascontiguousarray(self.capacity_bps[self.off_ocs :])
-        diff, new_bps = ocs_capacity_diff(circuits, old, self._H, self._P, self.spec.port_bps)
+        port = self.spec.port_bps * (_BLACKHOLED if self._switching else 1.0)
+        diff, new_bps = ocs_capacity_diff(circuits, old, self._H, self._P, port)
         lost = diff[new_bps == 0]
         # running jobs whose routes cross a circuit that goes away are routed again
         reroute: tuple[int, ...] = ()
@@ -422,6 +456,18 @@ class LumosCoreFabric(Fabric):
             note=note,
             reroute=reroute,
         )
+
+    def ocs_switch(self, on: bool) -> FabricChange:
+        """Start (``on``) or end a periodic OCS switch. While it lasts the OCS links carry
+        (almost) nothing: with ``switch_share`` of every link's circuits being switched, ECMP
+        puts some flows of every cross-pod round on them, those flows are blackholed until
+        BGP converges, and the round's barrier holds the rest (a link keeps
+        :data:`_BLACKHOLED` of its capacity, so routes stay valid and rates finite). Running
+        jobs keep their routes."""
+        self._switching = bool(on)
+        change = self._ocs_change(0.0, "periodic OCS switch" + ("" if on else " done"))
+        return FabricChange(links=change.links, capacity_bps=change.capacity_bps,
+                            note=change.note)  # fmt: skip
 
     def forget_routes(self, job_id: int) -> None:
         """The job will be routed again on the current logical topology: its split is read
@@ -512,8 +558,9 @@ class LumosCoreFabric(Fabric):
     def _cable_change(self, cables: ArrayLike, fail: bool) -> FabricChange:
         """Cables down or back: the leaf links' capacities. On a failure, LumosCore's
         reaction: the logical topology and the OCS configuration recomputed on the leaves'
-        working links (:func:`lumoscore.placement.reconfigure`) and every running job routed
-        again. A repair only gives the capacity back (the running jobs' topology stays
+        working links (:func:`lumoscore.placement.reconfigure`); the running jobs whose routes
+        crossed a circuit that went away are routed again (those crossing a link that died,
+        by the simulator). A repair only gives the capacity back (the running jobs' topology stays
         valid); the next admission designs on the repaired links."""
         leaf = super()._cable_change(cables, fail)
         if leaf.empty:
@@ -540,7 +587,7 @@ class LumosCoreFabric(Fabric):
             links=np.concatenate([leaf.links, ocs.links]),
             capacity_bps=np.concatenate([leaf.capacity_bps, ocs.capacity_bps]),
             note=leaf.note,
-            reroute=tuple(sorted(self.state.placements)),
+            reroute=ocs.reroute,
         )
 
     def fail_gpus(self, gpus: IntArray) -> None:
@@ -882,6 +929,7 @@ class LumosCoreFabric(Fabric):
                 "policy": self.policy,
                 "reconfig_delay_s": self.reconfig_delay_s,
                 "rail_optimized": self.rail_optimized,
+                "switch_interval_s": self.switch_interval_s,
                 **self.stats,
             }
         )

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -58,6 +59,8 @@ class FabricChanges:
     def __init__(self, state: RunState, model: RoundModel) -> None:
         self.s = state
         self.model = model
+        #: Called with the time after every change applied (e.g. a topology log).
+        self.observers: list[Callable[[float], None]] = []
 
     def apply(self, change: FabricChange, now: float) -> None:
         """Apply a capacity change exactly: first take every job whose links change off
@@ -75,6 +78,8 @@ class FabricChanges:
         model.fluid.touch()
         model.resolo_marked()
         scratch[change.links] = False
+        for observe in self.observers:
+            observe(now)
         for jid in change.reroute:
             if jid in s.running:
                 self.reroute(s.running[jid], now)

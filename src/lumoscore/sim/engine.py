@@ -41,6 +41,7 @@ import gc
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -51,12 +52,14 @@ from lumoscore.sim.changes import FabricChanges
 from lumoscore.sim.events import Event
 from lumoscore.sim.failures import FailureModel
 from lumoscore.sim.link_failures import LinkFailureModel, LinkOutages
+from lumoscore.sim.ocs_switching import OcsSwitching
 from lumoscore.sim.outages import Outages
 from lumoscore.sim.placers import PLACERS, FailurePlacer, Placer
 from lumoscore.sim.queueing import QUEUE_POLICIES
 from lumoscore.sim.results import SimResult
 from lumoscore.sim.rounds import RoundModel
 from lumoscore.sim.state import P_ARRIVE, RunState, SimulationError
+from lumoscore.sim.topology_log import TopologyLog
 from lumoscore.traffic.exposure import EXPOSURES
 from lumoscore.workload.job import Job
 
@@ -100,6 +103,9 @@ class Simulator:
         Leaf-spine cable failures and repairs (:mod:`lumoscore.sim.link_failures`): the
         fabric loses the capacity, jobs are routed around links that went down; none is
         lost. The fabric must have :meth:`~lumoscore.fabric.base.Fabric.cables`.
+    record_topology : bool
+        Record the pod-level circuits over time (:mod:`lumoscore.sim.topology_log`, a fabric
+        with ``ocs_circuits``; LumosCore Fig. 10) in the result's ``topology`` table.
     seed : int
         Seed of every random choice of the run (the failure processes).
     exposure : str
@@ -120,6 +126,7 @@ class Simulator:
         eps: float = 0.0,
         failures: FailureModel | None = None,
         link_failures: LinkFailureModel | None = None,
+        record_topology: bool = False,
         seed: int = 0,
         exposure: str = "literal",
     ) -> None:
@@ -152,6 +159,11 @@ class Simulator:
         )
         if self.link_failures is not None:
             fabric.cables()  # a ConfigError now for a fabric without leaf-spine cables
+        if record_topology and not hasattr(fabric, "ocs_circuits"):
+            raise ConfigError(
+                f"record_topology needs a fabric with OCS circuits; {fabric.name!r} has none"
+            )
+        self.record_topology = bool(record_topology)
         self.seed = int(seed)
         self.exposure = EXPOSURES.check(exposure)
 
@@ -163,8 +175,14 @@ class Simulator:
             self.fabric, self.jobs, eps=self.eps, isolation=self.isolation, exposure=self.exposure
         )
         model, admission, handlers, links = self._build(state)
+        topo = None
+        if self.record_topology:
+            topo = TopologyLog(self.fabric)
+            topo.record(0.0)
+            admission.changes.observers.append(topo.record)
         loop(state, model, handlers)
-        return self._result(state, model, admission, links, time.perf_counter() - wall0)
+        res = self._result(state, model, admission, links, time.perf_counter() - wall0)
+        return res if topo is None else replace(res, topology=topo.frame())
 
     def _build(
         self, state: RunState
@@ -202,6 +220,10 @@ class Simulator:
             handlers["fail"] = outages.on_fail
             handlers["repair"] = outages.on_repair
             outages.schedule_next(0.0)
+        if getattr(self.fabric, "switch_interval_s", 0.0) > 0:
+            switching = OcsSwitching(state, changes)
+            handlers["ocsswitch"] = switching.on_switch
+            switching.start()
         links = None
         if self.link_failures is not None:
             links = LinkOutages(

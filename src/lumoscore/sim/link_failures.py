@@ -206,8 +206,12 @@ class LinkOutages:
         if fail:
             newly = dead & ~was_dead if was_dead is not None else dead
             if newly.any():
+                inflight = self.changes.model.inflight  # a load-aware round's own routes
                 for jid, run in s.running.items():
-                    if fab.load_aware or newly[run.plan.links].any():
+                    cur = inflight.get(jid)
+                    if newly[run.plan.links].any() or (
+                        cur is not None and newly[cur[0].links].any()
+                    ):
                         reroute.add(jid)
         lost = float(self.cable_bps * cables.size)
         self.changes.apply(

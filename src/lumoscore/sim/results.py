@@ -176,7 +176,8 @@ def queue_stats(queue: pd.DataFrame) -> dict[str, float]:
 class SimResult:
     """Per-job table (:attr:`jobs`), run summary and run statistics of one simulation;
     :attr:`link_events` records every cable failure and repair (empty without link
-    failures; :data:`~lumoscore.sim.link_failures.LINK_EVENT_COLUMNS`)."""
+    failures; :data:`~lumoscore.sim.link_failures.LINK_EVENT_COLUMNS`); :attr:`topology`
+    the pod-level circuits over time (``record_topology``; :mod:`lumoscore.sim.topology_log`)."""
 
     jobs: pd.DataFrame
     summary: dict[str, Any]
@@ -184,6 +185,7 @@ class SimResult:
     fabric: dict[str, Any]
     stats: dict[str, Any]
     link_events: pd.DataFrame = field(default_factory=pd.DataFrame)
+    topology: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @classmethod
     def build(
