@@ -30,6 +30,8 @@ runner = CliRunner()
 SIMULATIONS = [n for n, p in PAPER_PRESETS.items() if p.kind == "simulation"]
 TASKS = [n for n, p in PAPER_PRESETS.items() if p.kind == "task"]
 EXPECTED = {
+    "testbed-static",
+    "testbed-dynamic",
     "fig6c",
     "fig10",
     "reconfig-interval",
@@ -56,6 +58,8 @@ EXPECTED = {
 def test_registry_holds_every_paper_item() -> None:
     assert set(PAPER_PRESETS) == EXPECTED
     assert set(TASKS) == {
+        "testbed-static",
+        "testbed-dynamic",
         "fig6c",
         "fig10",
         "reconfig-interval",

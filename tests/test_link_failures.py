@@ -133,7 +133,7 @@ def test_fig6c_sweep_throughput_falls_with_failures(tmp_path) -> None:
 
     out = run_link_failure_sweep(tmp_path, fractions=(0.0, 0.1, 0.25), seeds=(1, 2))
     by = {(r["architecture"], r["failed_share"]): r for r in out.rows}
-    for arch in ("lumoscore-cross", "leaf-spine"):
+    for arch in ("cross", "leaf-spine"):
         assert by[(arch, 0.0)]["throughput"] == pytest.approx(1.0)
         assert by[(arch, 0.25)]["throughput"] <= 1.0 + 1e-9
         assert by[(arch, 0.25)]["mean_jrt_s"] >= by[(arch, 0.0)]["mean_jrt_s"] - 1e-6

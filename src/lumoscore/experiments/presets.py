@@ -48,6 +48,7 @@ from lumoscore.experiments.config import (
     format_validation_error,
 )
 from lumoscore.experiments.robustness import run_link_failure_sweep, run_reconfig_interval
+from lumoscore.experiments.testbed import run_testbed_dynamic, run_testbed_static
 from lumoscore.experiments.topology_snapshots import run_fig10
 from lumoscore.experiments.vclos import (
     run_vclos_fig2,
@@ -952,8 +953,9 @@ def _task_presets() -> list[PaperPreset]:
             title="Throughput of one job under leaf-spine link failures, LumosCore vs leaf-spine",
             paper="LumosCore Fig. 6(c), Cross Wiring Fig. 8(b)",
             description=(
-                "The 128-GPU testbed (4 pods of 4 leaves and 4 spines, tau = 2; Cross and "
-                "Uniform Wiring) and a 128-GPU leaf-spine, ECMP, one 96-GPU llama2-13B job "
+                "The 128-GPU testbed at 100 Gb/s (4 pods of 4 leaves and 4 spines, tau = 2; "
+                "Cross and Uniform Wiring) and a 128-GPU leaf-spine, ECMP, one 96-GPU "
+                "llama2-13B job "
                 "(TP 8, PP 2, DP 6) with 0-30 % of the leaf-spine cables down, seeds 1-10: its "
                 "throughput relative to no failure. Seconds."
             ),
@@ -976,6 +978,36 @@ def _task_presets() -> list[PaperPreset]:
             task=run_fig10,
             tiny={"gpus": 512, "jobs": 20},
             full_command="lumos run --preset fig10",
+        ),
+        PaperPreset(
+            name="testbed-static",
+            title="Testbed static scenario: one 96-GPU job on Cross, Uniform and leaf-spine",
+            paper="Cross Wiring §7 (static scenario)",
+            description=(
+                "3 pods of the 128-GPU testbed (96 GPUs, 100 Gb/s), one Pangu-alpha or GPT2 "
+                "job (TP 8, PP 2, DP 6, EP 2): JRT, contention level, throughput against Cross "
+                "and the LTCR of the OCS configuration (the paper: Uniform's LTCR 0.667, Cross "
+                "up to 28.3 % more throughput). Seconds."
+            ),
+            kind="task",
+            task=run_testbed_static,
+            tiny={},
+            full_command="lumos run --preset testbed-static",
+        ),
+        PaperPreset(
+            name="testbed-dynamic",
+            title="Testbed dynamic scenario: the 48-hour 50-job trace, and MinRewiring",
+            paper="LumosCore §5 (Fig. 6(b), A.9), Cross Wiring §7 (Fig. 8(a))",
+            description=(
+                "The 128-GPU testbed (100 Gb/s), 50 jobs over 48 h (16-128 GPUs, Llama, "
+                "Llama2, PanguAlpha, GPT2; hierarchical ring), seeds 1-5: Cross, Uniform+ILP "
+                "(MinRewiring), Helios and leaf-spine; mean JRT, circuits rewired, and Cross "
+                "against Uniform and leaf-spine beside the papers'. Seconds."
+            ),
+            kind="task",
+            task=run_testbed_dynamic,
+            tiny={"seeds": (1,), "jobs": 8},
+            full_command="lumos run --preset testbed-dynamic",
         ),
         PaperPreset(
             name="reconfig-interval",

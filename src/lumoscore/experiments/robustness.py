@@ -6,11 +6,9 @@ leaves' ports is shut down, and compare its training throughput on LumosCore (Cr
 with a leaf-spine cluster's; the routing spreads flows evenly over the surviving links at
 every hop (BGP ECMP). :func:`run_link_failure_sweep` does the same in the simulator:
 
-* **LumosCore testbed** (LumosCore A.9, Cross Wiring E.1): 4 pods of 4 leaves and 4 spines,
-  8 GPUs a leaf, two links per leaf-spine pair (``tau = 2``), 4 OCS groups of 8 four-port
-  OCSes, Cross Wiring (``uniform``: Uniform Wiring with the ILP solver), ECMP;
-* **leaf-spine**: 8 leaves of 16 GPUs, 16 one-link spines (the testbed's 8 spines with two
-  links each), ECMP;
+* the testbed's three architectures (:func:`lumoscore.experiments.testbed.testbed_cases`,
+  100 Gb/s): LumosCore with Cross Wiring (``cross``) and Uniform Wiring (``uniform``) and
+  the leaf-spine, all routing by ECMP (the testbed's BGP);
 * the job: llama2_13b, TP 8, PP 2, DP 6 (``EP = TP``), on an otherwise idle cluster;
 * failures: a share of the leaf-spine cables down before the job starts
   (:class:`~lumoscore.sim.link_failures.LinkFailureModel`, ``fraction``), a new draw per seed.
@@ -24,18 +22,19 @@ Examples
 >>> import tempfile
 >>> out = run_link_failure_sweep(tempfile.mkdtemp(), fractions=(0.0, 0.2), seeds=(1,))
 >>> sorted({r["architecture"] for r in out.rows})
-['leaf-spine', 'lumoscore-cross', 'lumoscore-uniform']
+['cross', 'leaf-spine', 'uniform']
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from lumoscore.errors import ConfigError
+from lumoscore.experiments.testbed import testbed_cases
 
 __all__ = [
     "FIG6C_FRACTIONS",
@@ -44,38 +43,12 @@ __all__ = [
     "TESTBED_JOB",
     "run_link_failure_sweep",
     "run_reconfig_interval",
-    "testbed_fabrics",
 ]
 
 #: Shares of the leaf-spine cables down (the papers do not give their x-axis values).
 FIG6C_FRACTIONS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
 #: The job of the papers' robustness test: ``(model, gpus, tp, pp, dp)``.
 TESTBED_JOB: tuple[str, int, int, int, int] = ("llama2_13b", 96, 8, 2, 6)
-
-
-def testbed_fabrics(seed: int) -> dict[str, Callable[[], Any]]:
-    """Builders of the three 128-GPU testbed clusters by name (module docstring)."""
-    from lumoscore.fabric.leafspine import LeafSpineFabric
-    from lumoscore.fabric.lumos import LumosCoreFabric
-    from lumoscore.topology import ClusterSpec
-
-    spec = ClusterSpec(pods=4, k_leaf=8, k_spine=8, tau=2, gpus_per_server=8, ocs_ports=4)
-    return {
-        "lumoscore-cross": lambda: LumosCoreFabric(
-            spec, routing="ecmp", wiring="cross", seed=seed, reconfig_delay_s=0.0
-        ),
-        "lumoscore-uniform": lambda: LumosCoreFabric(
-            spec,
-            routing="ecmp",
-            wiring="uniform",
-            solver="ilp",
-            seed=seed,
-            reconfig_delay_s=0.0,
-        ),
-        "leaf-spine": lambda: LeafSpineFabric(
-            8, 16, 8, gpus_per_leaf=16, routing="ecmp", seed=seed
-        ),
-    }
 
 
 def run_link_failure_sweep(
@@ -103,14 +76,17 @@ def run_link_failure_sweep(
               iterations=20, duration_s=3600.0)  # fmt: skip
     jrt: dict[tuple[str, float], list[float]] = {}
     for seed in seeds:
-        for name, build in testbed_fabrics(int(seed)).items():
+        cases = testbed_cases(seed=int(seed), ecmp=True, reconfig_delay_s=0.0)
+        for name, build in cases.items():
+            if name == "helios":  # same wiring as uniform: the failures see no difference
+                continue
             for f in fractions:
                 res = Simulator(
                     build(), [job], exposure=exposure, seed=int(seed),
                     link_failures=LinkFailureModel(fraction=float(f)),
                 ).run()  # fmt: skip
                 jrt.setdefault((name, float(f)), []).append(float(res.jobs["jrt_s"].iloc[0]))
-    names = list(testbed_fabrics(0))
+    names = [n for n in testbed_cases() if n != "helios"]
     rows: list[dict[str, Any]] = []
     for name in names:
         base = np.array(jrt[(name, float(fractions[0]))])

@@ -1,0 +1,239 @@
+"""The LumosCore and Cross Wiring testbed scenarios in the simulator, as task presets.
+
+Both papers run their experiments on one 128-NPU testbed (LumosCore §5 and A.9, Cross Wiring
+§7 and E.1): 4 pods, each of 4 leaves and 4 spines with two links per leaf-spine pair
+(``tau = 2``), 8 NPUs a server and 8 a leaf, 4 OCS groups of 8 four-port OCSes; and, as the
+optimal baseline, a leaf-spine cluster (8 leaves of 16 NPUs; its 8 spines with two links a
+leaf are 16 one-link spines here), all at 100 Gb/s. Three architectures are compared
+(:func:`testbed_cases`):
+``cross`` (Cross/Interleaved Wiring, mdmcf), ``uniform`` (Uniform Wiring, the ToE ILP; the
+LumosCore paper's "MinRewiring"), ``helios`` (Uniform Wiring configured by the Helios
+heuristic) and ``leaf-spine``. LumosCore routes by its plan
+(``planned``: the flows of a leaf pair spread over the spines of its split, as the testbed's
+UDP-port hashing spreads them evenly), the leaf-spine by ``balanced`` ECMP.
+
+* :func:`run_testbed_static` (Cross Wiring §7 "Static Scenario"): 3 pods, 96 NPUs, one
+  Pangu-alpha or GPT2 job with TP 8, PP 2, DP 6, EP 2 on the whole cluster: the LTCR of
+  Uniform Wiring's realization of the job's logical topology, each job's contention level
+  and throughput (the paper: Uniform's LTCR 0.667 causes 2-flow contention, Cross up to
+  28.3 % more throughput).
+* :func:`run_testbed_dynamic` (both papers, "Dynamic Scenario"): the 48-hour trace of 50 jobs
+  (:func:`testbed_trace`): mean JRT and circuits rewired per architecture (the MinRewiring
+  comparison: LumosCore against Helios and Uniform+ILP), and Cross against Uniform (the papers:
+  -3.9 % mean, up to -22.1 % for one job; LumosCore Fig. 6(b) says -28.3 %) and against the
+  leaf-spine (within 1 %).
+
+Examples
+--------
+>>> jobs = testbed_trace(1, jobs=5)
+>>> {j.gpus for j in jobs} <= set(TESTBED_SIZES), jobs[0].collective
+(True, 'hierarchical-ring')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lumoscore.errors import ConfigError
+
+__all__ = [
+    "TESTBED_DYNAMIC_PAPER",
+    "TESTBED_MODELS",
+    "TESTBED_PORT_GBPS",
+    "TESTBED_SIZES",
+    "run_testbed_dynamic",
+    "run_testbed_static",
+    "testbed_cases",
+    "testbed_trace",
+]
+
+#: Job sizes of the dynamic scenario (NPUs), drawn uniformly.
+TESTBED_SIZES: tuple[int, ...] = (16, 32, 64, 96, 128)
+#: Its models, drawn uniformly (LumosCore §5: Llama-7B, Llama2-7B, Llama2-13B, PanguAlpha,
+#: GPT2-13B), with the EP (in GPUs: 2 x TP) of the two with experts.
+TESTBED_MODELS: tuple[str, ...] = ("llama_7b", "llama2_7b", "llama2_13b", "Pangu", "GPT2_13b")
+_EP_MODELS = frozenset({"Pangu", "GPT2_13b"})
+#: The papers' dynamic-scenario figures: Cross against Uniform (mean and best job) and the
+#: gap to the leaf-spine.
+TESTBED_DYNAMIC_PAPER: dict[str, float] = {
+    "cross_vs_uniform_mean": -0.039,
+    "cross_vs_uniform_best_job": -0.221,
+    "cross_vs_leaf_spine_max_gap": 0.01,
+}
+#: Run time of a dynamic-scenario job on the ideal network: ``max(lo, N(mu, sigma))`` (s). The
+#: papers give only the trace's span (48 h) and job count; these make the testbed about 70 %
+#: busy.
+_DURATION_S = (4500.0, 1800.0, 1800.0)
+
+
+#: The testbeds' NIC speed (Gb/s): 100 Gb/s RoCE. Job run times are given on the ideal
+#: network at the reference 1.6 Tb/s, so communication takes 16 times longer here.
+TESTBED_PORT_GBPS = 100.0
+
+
+def testbed_cases(
+    pods: int = 4, seed: int = 0, *, ecmp: bool = False, **lumos: Any
+) -> dict[str, Callable[[], Any]]:
+    """Builders of the testbed's three architectures by name, for ``pods`` pods of 32 NPUs at
+    :data:`TESTBED_PORT_GBPS` (module docstring). ``ecmp``: every architecture routes by
+    ECMP hashing (the robustness test's BGP routing) instead of LumosCore's plan and the
+    leaf-spine's balanced ECMP; ``lumos``: further LumosCore options."""
+    from lumoscore.fabric.leafspine import LeafSpineFabric
+    from lumoscore.fabric.lumos import LumosCoreFabric
+    from lumoscore.topology import ClusterSpec
+
+    spec = ClusterSpec(pods=pods, k_leaf=8, k_spine=8, tau=2, gpus_per_server=8, ocs_ports=4,
+                       port_gbps=TESTBED_PORT_GBPS)  # fmt: skip
+    leaves = spec.gpus // 16
+    lumos = {"routing": "ecmp" if ecmp else "planned", "seed": seed, **lumos}
+    return {
+        "cross": lambda: LumosCoreFabric(spec, wiring="cross", name="cross", **lumos),
+        "uniform": lambda: LumosCoreFabric(
+            spec, wiring="uniform", solver="ilp", name="uniform", **lumos
+        ),
+        "helios": lambda: LumosCoreFabric(
+            spec, wiring="uniform", solver="helios", name="helios", **lumos
+        ),
+        "leaf-spine": lambda: LeafSpineFabric(
+            leaves,
+            16,
+            8,
+            gpus_per_leaf=16,
+            routing="ecmp" if ecmp else "balanced",
+            port_gbps=TESTBED_PORT_GBPS,
+            seed=seed,
+            name="leaf-spine",
+        ),
+    }
+
+
+def testbed_trace(seed: int, *, jobs: int = 50, span_h: float = 48.0) -> list[Any]:
+    """The dynamic scenario's jobs: Poisson arrivals over ``span_h`` hours, sizes from
+    :data:`TESTBED_SIZES`, models from :data:`TESTBED_MODELS`, TP 8, PP uniform among the
+    divisors of ``N / 8`` (``DP = N / (8 PP)``), EP 2 (16 GPUs) for PanguAlpha and GPT2,
+    hierarchical ring, run times ``max(1800, N(4500, 1800))`` s; one generator seeded with
+    ``seed``."""
+    from lumoscore.workload import Job
+
+    rng = np.random.default_rng(seed)
+    arrival = np.cumsum(rng.exponential(span_h * 3600.0 / jobs, jobs))
+    arrival -= arrival[0]
+    sizes = rng.choice(np.asarray(TESTBED_SIZES), jobs)
+    models = rng.choice(np.asarray(TESTBED_MODELS, dtype=object), jobs)
+    mu, sigma, lo = _DURATION_S
+    duration = np.maximum(lo, rng.normal(mu, sigma, jobs))
+    out = []
+    for i in range(jobs):
+        servers = int(sizes[i]) // 8
+        divisors = [d for d in range(1, servers + 1) if servers % d == 0]
+        pp = int(rng.choice(divisors))
+        out.append(Job(
+            job_id=i, arrival_s=float(arrival[i]), gpus=int(sizes[i]), model=str(models[i]),
+            tp=8, pp=pp, dp=servers // pp, ep=16 if models[i] in _EP_MODELS else 8,
+            iterations=10, duration_s=float(duration[i]), collective="hierarchical-ring",
+        ))  # fmt: skip
+    return out
+
+
+def run_testbed_static(out_dir: str | Path, *, exposure: str = "research") -> Any:
+    """Cross Wiring §7 "Static Scenario" (module docstring). Writes
+    ``testbed-static.csv``/``.md``: per model and architecture the job's JRT, contention
+    level, throughput relative to Cross, and the LTCR of its OCS configuration."""
+    from lumoscore.experiments.presets import TaskOutput, _write_table
+    from lumoscore.placement.admit import feasible_demand
+    from lumoscore.sim import Simulator
+    from lumoscore.toe.metrics import ltcr
+    from lumoscore.workload import Job
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    for model in ("Pangu", "GPT2_13b"):
+        job = Job(job_id=0, arrival_s=0.0, gpus=96, model=model, tp=8, pp=2, dp=6, ep=16,
+                  iterations=20, duration_s=1000.0, collective="hierarchical-ring")  # fmt: skip
+        got: dict[str, dict[str, Any]] = {}
+        for name, build in testbed_cases(pods=3).items():
+            fab = build()
+            res = Simulator(fab, [job], exposure=exposure).run()
+            row: dict[str, Any] = {
+                "model": model,
+                "architecture": name,
+                "jrt_s": float(res.jobs["jrt_s"].iloc[0]),
+                "contention_level": float(res.jobs["contention_level"].iloc[0]),
+                "ltcr": float("nan"),
+            }
+            if name != "leaf-spine":  # the job's logical topology and its realization
+                probe = build()
+                gpus = probe.place(job)
+                assert gpus is not None
+                probe.apply(probe.admit(0, gpus))
+                demand = feasible_demand(probe.state.logical.C, probe.spec.k_spine)
+                row["ltcr"] = float(ltcr(demand, probe.state.circuits))
+            got[name] = row
+        for row in got.values():
+            row["throughput_vs_cross"] = got["cross"]["jrt_s"] / row["jrt_s"]
+            rows.append(row)
+    files = _write_table(out, "testbed-static", rows)
+    return TaskOutput(tuple(files), tuple(rows))
+
+
+def run_testbed_dynamic(
+    out_dir: str | Path,
+    *,
+    seeds: Sequence[int] = (1, 2, 3, 4, 5),
+    jobs: int = 50,
+    exposure: str = "research",
+) -> Any:
+    """The papers' "Dynamic Scenario" (module docstring), means over ``seeds``. Writes
+    ``testbed-dynamic.csv``/``.md`` (mean JRT and JCT, contention level, circuits rewired and
+    reconfigurations per architecture and seed, and their mean: the MinRewiring comparison of
+    LumosCore §5 and A.9) and ``testbed-dynamic-vs.csv``/``.md`` (Cross against Uniform and
+    leaf-spine beside the papers')."""
+    from lumoscore.experiments.presets import TaskOutput, _write_table
+    from lumoscore.sim import Simulator
+
+    if not seeds or jobs < 1:
+        raise ConfigError("seeds must be non-empty and jobs >= 1")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    per_job: dict[str, list[Any]] = {}
+    for seed in seeds:
+        trace = testbed_trace(int(seed), jobs=jobs)
+        for name, build in testbed_cases(seed=int(seed)).items():
+            res = Simulator(build(), trace, exposure=exposure, seed=int(seed)).run()
+            rows.append({
+                "seed": int(seed), "architecture": name,
+                "mean_jrt_s": res.summary["mean_jrt_s"], "mean_jct_s": res.summary["mean_jct_s"],
+                "mean_contention_level": res.summary["mean_contention_level"],
+                "rewired_circuits": float(res.fabric.get("rewired_circuits", 0)),
+                "reconfigurations": float(res.fabric.get("reconfigurations", 0)),
+            })  # fmt: skip
+            per_job.setdefault(name, []).append(res.jobs["jrt_s"].to_numpy(dtype=float))
+    names = list(testbed_cases())
+    for name in names:
+        sel = [r for r in rows if r["architecture"] == name]
+        rows.append({
+            "seed": "mean", "architecture": name,
+            **{k: float(np.mean([r[k] for r in sel]))
+               for k in ("mean_jrt_s", "mean_jct_s", "mean_contention_level",
+                         "rewired_circuits", "reconfigurations")},
+        })  # fmt: skip
+    files = _write_table(out, "testbed-dynamic", rows)
+    mean = {r["architecture"]: r["mean_jrt_s"] for r in rows if r["seed"] == "mean"}
+    cross = np.concatenate(per_job["cross"])
+    uniform = np.concatenate(per_job["uniform"])
+    vs = [
+        {"comparison": "cross_vs_uniform_mean", "ours": mean["cross"] / mean["uniform"] - 1},
+        {"comparison": "cross_vs_uniform_best_job", "ours": float(np.min(cross / uniform - 1))},
+        {"comparison": "cross_vs_leaf_spine_max_gap",
+         "ours": abs(mean["cross"] / mean["leaf-spine"] - 1)},
+    ]  # fmt: skip
+    for v in vs:
+        v["paper"] = TESTBED_DYNAMIC_PAPER[v["comparison"]]
+    files += _write_table(out, "testbed-dynamic-vs", vs)
+    return TaskOutput(tuple(files), tuple(vs))
