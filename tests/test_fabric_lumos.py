@@ -444,3 +444,23 @@ def test_options_backup_logical_mode_and_solver_wiring_check() -> None:
     assert LumosCoreFabric(SPEC, wiring="uniform", solver="ilp").solver == "ilp"
     with pytest.raises(ConfigError, match="logical_mode"):
         LumosCoreFabric(SPEC, logical_mode="sometimes")
+
+
+def test_staged_reconfiguration_delays_the_admitted_job_by_its_stages() -> None:
+    """Stages of ``stage_delay_s``: with one stage of the default switching time the run is
+    today's exactly; longer stages only delay the jobs whose admission rewired circuits."""
+    trace = generate_trace("lumoscore-published", 60, seed=3, cluster_gpus=512)
+
+    def run(**opts: float) -> tuple[object, dict]:
+        fab = LumosCoreFabric(SPEC, **opts)
+        res = Simulator(fab, trace.jobs, exposure="research").run()
+        return res, fab.describe()
+
+    base, _ = run()
+    same, d = run(stage_delay_s=0.1, iota=1.0)
+    assert same.jobs.equals(base.jobs) and d["reconfiguration_stages"] > 0
+    slow, d2 = run(stage_delay_s=30.0)
+    assert slow.summary["mean_jct_s"] >= base.summary["mean_jct_s"]
+    assert d2["reconfiguration_stages"] == d["reconfiguration_stages"]
+    with pytest.raises(ConfigError, match="iota"):
+        LumosCoreFabric(SPEC, iota=0.0)

@@ -100,6 +100,7 @@ from lumoscore.placement import ClusterState, admit, finish, reconfigure
 from lumoscore.placement.admit import LOGICAL_MODES
 from lumoscore.toe import PortModel
 from lumoscore.toe.solve import check_solver
+from lumoscore.toe.staging import circuit_loss, staged_plan
 from lumoscore.topology import ClusterSpec, build_wiring
 from lumoscore.workload.job import Job
 
@@ -201,6 +202,14 @@ class LumosCoreFabric(Fabric):
     admit_options : dict, optional
         Extra keyword arguments for :func:`lumoscore.placement.admit` / ``finish``
         (e.g. ``split_ep=False`` turns the EP-split fallback off).
+    stage_delay_s : float
+        Staged reconfiguration in time (LumosCore A.8): 0 (default) switches every changed
+        OCS group at once and the admitted job starts ``reconfig_delay_s`` later; > 0 runs
+        the ToE's staged plan (:func:`lumoscore.toe.staged_plan` with ``iota``), stage after
+        stage, each taking this long, and the admitted job starts when the last one ends.
+    iota : float
+        Largest share of a pod's cross-pod paths one stage may interrupt (``0 < iota <= 1``,
+        default 0.25).
     switch_interval_s : float
         Periodic OCS switching (LumosCore Table 5, Cross Wiring Table 4): every this many
         seconds a share ``switch_share`` of every OCS link's circuits is switched, and the
@@ -262,6 +271,8 @@ class LumosCoreFabric(Fabric):
         switch_interval_s: float = 0.0,
         switch_share: float = 0.5,
         switch_s: float = 2.38,
+        stage_delay_s: float = 0.0,
+        iota: float = 0.25,
     ) -> None:
         if not isinstance(spec, ClusterSpec):
             raise ConfigError(f"spec must be a ClusterSpec, got {type(spec).__name__}")
@@ -300,6 +311,12 @@ class LumosCoreFabric(Fabric):
             raise ConfigError(
                 f"switch_s must be > 0 and shorter than switch_interval_s, got {switch_s!r}"
             )
+        if not (stage_delay_s >= 0 and np.isfinite(stage_delay_s)):
+            raise ConfigError(f"stage_delay_s must be a finite value >= 0, got {stage_delay_s!r}")
+        if not 0 < iota <= 1:
+            raise ConfigError(f"iota must be in (0, 1], got {iota!r}")
+        self.stage_delay_s = float(stage_delay_s)
+        self.iota = float(iota)
         self.switch_interval_s = float(switch_interval_s)
         self.switch_share = float(switch_share)
         self.switch_s = float(switch_s)
@@ -359,6 +376,7 @@ class LumosCoreFabric(Fabric):
             "reconfigurations": 0,
             "rerouted_jobs": 0,
             "two_hop_flows": 0,
+            "reconfiguration_stages": 0,
         }
 
     # ------------------------------------------------------------------ geometry
@@ -457,6 +475,31 @@ class LumosCoreFabric(Fabric):
             reroute=reroute,
         )
 
+    def _staged(self, change: FabricChange, before: IntArray) -> FabricChange:
+        """``change`` with the start delay of the ToE's staged plan: its stages
+        (:func:`lumoscore.toe.staged_plan` over the changed groups, at most ``iota`` of a
+        pod's paths interrupted per stage) one after the other, ``stage_delay_s`` each.
+        The capacities change at once (the circuits a stage adds serve only the job
+        waiting for them; those it removes carried no running job's routes, or those jobs
+        are routed again now)."""
+        H, P = self._H, self._P
+        changed = np.zeros(H, bool)
+        changed[(change.links - self.off_ocs) // (P * P)] = True
+        loss, total = circuit_loss(before, self.state.circuits, H, P)
+        try:
+            plan = staged_plan(loss, total, self.iota, changed=changed, time_limit_s=1.0)
+            stages = len(plan.stages)
+        except InfeasibleError:  # one group alone breaks iota: one group per stage
+            stages = int(changed.sum())
+        self.stats["reconfiguration_stages"] += stages
+        return FabricChange(
+            delay_s=stages * self.stage_delay_s,
+            links=change.links,
+            capacity_bps=change.capacity_bps,
+            note=f"{change.note} ({stages} stage(s))",
+            reroute=change.reroute,
+        )
+
     def ocs_switch(self, on: bool) -> FabricChange:
         """Start (``on``) or end a periodic OCS switch. While it lasts the OCS links carry
         (almost) nothing: with ``switch_share`` of every link's circuits being switched, ECMP
@@ -488,6 +531,7 @@ class LumosCoreFabric(Fabric):
         False}`` refuses it instead). A refusal is counted in ``stats["refusals"]`` and in
         ``stats["refusals_<cause>"]``, one of :data:`REFUSAL_CAUSES`.
         """
+        before = self.state.circuits
         adm = admit(
             self.state,
             job,
@@ -515,6 +559,8 @@ class LumosCoreFabric(Fabric):
         change = self._ocs_change(
             self.reconfig_delay_s if rewired else 0.0, f"admit job {job.job_id}"
         )
+        if rewired and self.stage_delay_s > 0:
+            change = self._staged(change, before)
         if not change.empty:
             self.stats["reconfigurations"] += 1
         self._pending[job.job_id] = change
@@ -930,6 +976,7 @@ class LumosCoreFabric(Fabric):
                 "reconfig_delay_s": self.reconfig_delay_s,
                 "rail_optimized": self.rail_optimized,
                 "switch_interval_s": self.switch_interval_s,
+                "stage_delay_s": self.stage_delay_s,
                 **self.stats,
             }
         )
