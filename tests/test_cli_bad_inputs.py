@@ -58,6 +58,10 @@ def _args(head: list[str], f: Path, tail: list[str], folder: Path) -> list[str]:
     return [*head, str(f), *tail]
 
 
+#: The repository's example files.
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
 def invoke(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -155,6 +159,8 @@ def test_mutated_valid_files_get_one_line_or_a_result(
             "spinez unknown; allowed: gpus_per_leaf",
         ),
         (["simulate", "--preset", "vclos-testbed", "--placer", "nope"], "allowed: server"),
+        (["te", str(EXAMPLES / "cluster.toml"), "missing.npy"], "missing.npy: no such traffic"),
+        (["te", "nope.toml", "t.npy"], "nope.toml"),
     ],
 )
 def test_listed_cases_get_one_line(

@@ -96,3 +96,53 @@ def test_equal_where_uniform_realizes_everything() -> None:
 def test_bad_traffic_matrices_name_the_problem(bad: object, needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
         check_traffic(bad)
+
+
+def test_demand_topology_follows_the_traffic_within_the_ports() -> None:
+    from lumoscore.te import demand_topology
+
+    rng = np.random.default_rng(4)
+    d = rng.random((6, 6))
+    np.fill_diagonal(d, 0.0)
+    d[0, 5] = d[5, 0] = 0.0  # a pair without demand gets no circuit
+    C = demand_topology(d, groups=3, ports=4)
+    assert C.shape == (3, 6, 6) and (np.transpose(C, (0, 2, 1)) == C).all()
+    assert (C.sum(axis=2) <= 4).all()  # ports per pod and group
+    total = C.sum(axis=0)
+    assert total[0, 5] == 0 and (total[d + d.T > 0] >= 1).all()
+    sym = np.triu(d + d.T, 1)
+    heavy = np.unravel_index(np.argmax(sym), d.shape)
+    light = np.unravel_index(np.argmin(np.where(sym > 0, sym, np.inf)), d.shape)
+    assert total[heavy] > total[light]  # more demand, more circuits (ports permitting)
+
+
+def test_read_traffic_and_the_cli(tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from lumoscore.cli import build_app
+    from lumoscore.te import read_traffic
+
+    (tmp_path / "c.toml").write_text(
+        "[cluster]\npods = 9\nk_leaf = 8\nk_spine = 8\ntau = 1\ngpus_per_server = 1\n"
+        "ocs_ports = 9\n"
+    )
+    tms = gravity_traffic(9, snapshots=3, seed=5, total=100.0)
+    np.save(tmp_path / "t.npy", tms)
+    np.savetxt(tmp_path / "t.csv", tms[0], delimiter=",")
+    assert np.allclose(read_traffic(tmp_path / "t.csv"), tms[0])
+    runner = CliRunner()
+    got = {}
+    for wiring in ("cross", "uniform"):
+        args = ["te", str(tmp_path / "c.toml"), str(tmp_path / "t.npy"), "--wiring", wiring,
+                "--json"]  # fmt: skip
+        res = runner.invoke(build_app(), args)
+        assert res.exit_code == 0, res.output
+        got[wiring] = json.loads(res.output)
+    assert len(got["cross"]["mlu"]) == 3 and got["cross"]["ltcr"] == 1.0
+    assert got["uniform"]["ltcr"] == pytest.approx(8 / 9)
+    assert all(a <= b + 1e-9 for a, b in zip(got["cross"]["mlu"], got["uniform"]["mlu"],
+                                              strict=True))  # fmt: skip
+    bad = runner.invoke(build_app(), ["te", str(tmp_path / "c.toml"), str(tmp_path / "x.txt")])
+    assert isinstance(bad.exception, ConfigError) and "must be .npy or .csv" in str(bad.exception)

@@ -18,16 +18,24 @@ Examples
 """
 
 from lumoscore.te.lp import TEResult, min_mlu, min_mlu_edge_flows
-from lumoscore.te.matrices import check_traffic, full_mesh, gravity_traffic
+from lumoscore.te.matrices import (
+    check_traffic,
+    demand_topology,
+    full_mesh,
+    gravity_traffic,
+    read_traffic,
+)
 from lumoscore.te.realize import Realization, realize
 
 __all__ = [
     "Realization",
     "TEResult",
     "check_traffic",
+    "demand_topology",
     "full_mesh",
     "gravity_traffic",
     "min_mlu",
     "min_mlu_edge_flows",
+    "read_traffic",
     "realize",
 ]

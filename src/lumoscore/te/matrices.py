@@ -16,6 +16,7 @@ lumoscore.errors.ConfigError: traffic matrix: diagonal must be 0 (traffic inside
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,14 @@ from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError
 
-__all__ = ["check_capacity", "check_traffic", "full_mesh", "gravity_traffic"]
+__all__ = [
+    "check_capacity",
+    "check_traffic",
+    "demand_topology",
+    "full_mesh",
+    "gravity_traffic",
+    "read_traffic",
+]
 
 FloatArray = NDArray[np.float64]
 
@@ -99,3 +107,86 @@ def gravity_traffic(
     d = w[:, :, None] * w[:, None, :]
     d[:, np.arange(pods), np.arange(pods)] = 0.0
     return d / d.sum(axis=(1, 2), keepdims=True) * total
+
+
+def read_traffic(path: str | Path) -> FloatArray:
+    """A traffic matrix from ``.npy`` (``(P, P)`` or ``(T, P, P)``) or ``.csv`` (one ``P x P``
+    matrix, comma-separated, no header), checked (:func:`check_traffic`); a ConfigError
+    naming the file otherwise.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "tm.csv")
+    >>> _ = open(p, "w").write("0,1\\n2,0\\n")
+    >>> read_traffic(p).tolist()
+    [[0.0, 1.0], [2.0, 0.0]]
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in (".npy", ".csv"):
+        raise ConfigError(f"{p}: traffic file must be .npy or .csv, got {suffix or 'no suffix'}")
+    try:
+        if suffix == ".npy":
+            data = np.load(p, allow_pickle=False)
+        else:
+            data = np.loadtxt(p, delimiter=",", ndmin=2)
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such traffic file") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{p}: cannot read a traffic matrix ({exc})") from None
+    return check_traffic(data, name=str(p))
+
+
+def demand_topology(traffic: Any, groups: int, ports: int) -> NDArray[np.int64]:
+    """A traffic-aware logical topology ``(groups, P, P)``: the pod pairs' circuits in
+    proportion to their demand (``traffic``: ``(P, P)`` or a window ``(T, P, P)``, its mean,
+    both directions), every pair with demand getting one circuit first, then one more at a
+    time to the pair with the most demand per circuit (D'Hondt) while both pods have ports
+    left; circuits spread over the OCS groups, at most ``ports`` per pod and group. Not
+    COUDER's robust design: a demand-proportional one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = np.array([[0, 3.0, 1.0], [0, 0, 0], [0, 0, 0]])
+    >>> C = demand_topology(d, groups=2, ports=2)
+    >>> C.sum(axis=0).tolist()
+    [[0, 3, 1], [3, 0, 0], [1, 0, 0]]
+    """
+    tm = check_traffic(traffic)
+    mean = tm.mean(axis=0) if tm.ndim == 3 else tm
+    S = mean + mean.T
+    P = S.shape[0]
+    if groups < 1 or ports < 1:
+        raise ConfigError(f"groups and ports must be >= 1, got {groups}, {ports}")
+    C = np.zeros((groups, P, P), np.int64)
+    left = np.full((groups, P), ports, np.int64)
+
+    def place(i: int, j: int) -> bool:
+        h = np.flatnonzero((left[:, i] > 0) & (left[:, j] > 0))
+        if not h.size:
+            return False
+        g = int(h[np.argmax(left[h, i] + left[h, j])])  # the least used group
+        C[g, i, j] += 1
+        C[g, j, i] += 1
+        left[g, i] -= 1
+        left[g, j] -= 1
+        return True
+
+    iu, ju = np.triu_indices(P, 1)
+    want = S[iu, ju]
+    order = np.argsort(-want, kind="stable")
+    for k in order[want[order] > 0]:  # connectivity first, heaviest pairs first
+        place(int(iu[k]), int(ju[k]))
+    count = C.sum(axis=0)[iu, ju].astype(float)
+    active = want > 0
+    while True:
+        score = np.where(active, want / (count + 1), -1.0)
+        k = int(np.argmax(score))
+        if score[k] <= 0:
+            return C
+        if place(int(iu[k]), int(ju[k])):
+            count[k] += 1
+        else:
+            active[k] = False

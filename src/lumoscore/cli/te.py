@@ -1,0 +1,122 @@
+"""``lumos te``: traffic engineering on the OCS-realized topology of a cluster."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from lumoscore.cli._common import JsonOption, emit_json, out_console
+from lumoscore.errors import ConfigError
+
+__all__ = ["LOGICAL_MODES", "register", "te"]
+
+#: Logical topologies ``lumos te`` realizes.
+LOGICAL_MODES: tuple[str, ...] = ("full-mesh", "traffic-aware")
+
+
+def te(
+    cluster: Annotated[Path, typer.Argument(help="Cluster TOML file with a \\[cluster] table.")],
+    traffic: Annotated[
+        Path,
+        typer.Argument(help="Traffic: .npy (P, P) or (T, P, P), or .csv with one P x P matrix."),
+    ],
+    wiring: Annotated[
+        str, typer.Option("--wiring", help="Physical wiring: cross, uniform, dual-link.")
+    ] = "cross",
+    logical: Annotated[
+        str,
+        typer.Option(
+            "--logical",
+            help="Logical topology: full-mesh (one circuit per pod pair and OCS group) or "
+            "traffic-aware (circuits in proportion to the traffic's mean).",
+        ),
+    ] = "full-mesh",
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write the MLU per snapshot (.png or .svg).")
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Realize a logical topology on the wiring, then route every traffic snapshot over its
+    direct and two-hop paths to minimize the MLU (LP, HiGHS); print the MLU per snapshot,
+    its mean and maximum, the LTCR of the realization and the solve times."""
+    from lumoscore.te import demand_topology, full_mesh, min_mlu, read_traffic, realize
+    from lumoscore.topology import load_cluster
+
+    if logical not in LOGICAL_MODES:
+        raise ConfigError(f"--logical {logical!r} unknown; allowed: {', '.join(LOGICAL_MODES)}")
+    spec = load_cluster(cluster)
+    tm = read_traffic(traffic)
+    snaps = tm if tm.ndim == 3 else tm[None]
+    if snaps.shape[-1] != spec.pods:
+        raise ConfigError(
+            f"{traffic}: {snaps.shape[-1]} pods, the cluster {cluster} has {spec.pods}"
+        )
+    H = spec.ocs_groups
+    if logical == "full-mesh":
+        if spec.pods - 1 > spec.k_spine:
+            raise ConfigError(
+                f"a full mesh of {spec.pods} pods needs k_spine >= {spec.pods - 1} OCS ports "
+                f"per spine; {cluster} has k_spine = {spec.k_spine}"
+            )
+        C = full_mesh(spec.pods, H)
+    else:
+        C = demand_topology(snaps, H, spec.k_spine)
+    real = realize(spec, C, wiring)
+    cap = real.circuits * spec.port_gbps
+    mlu, solve = [], []
+    for d in snaps:
+        t0 = time.perf_counter()
+        mlu.append(min_mlu(cap, d).mlu)
+        solve.append(time.perf_counter() - t0)
+    doc = {
+        "mlu": mlu,
+        "mean_mlu": float(np.mean(mlu)),
+        "max_mlu": float(np.max(mlu)),
+        "ltcr": real.ltcr,
+        "wiring": wiring,
+        "logical": logical,
+        "snapshots": len(mlu),
+        "toe_solve_s": real.solve_s,
+        "te_solve_s": float(np.sum(solve)),
+    }
+    if plot is not None:
+        _plot(plot, mlu, f"{wiring}, {logical} (LTCR {real.ltcr:.3f})")
+    if json_out:
+        emit_json(doc)
+        return
+    table = Table(title=f"MLU on {wiring} wiring, {logical} logical topology")
+    table.add_column("snapshot", justify="right")
+    table.add_column("MLU", justify="right")
+    for k, v in enumerate(mlu):
+        table.add_row(str(k), f"{v:.4f}")
+    out_console().print(table)
+    out_console().print(
+        f"mean MLU {doc['mean_mlu']:.4f}, max {doc['max_mlu']:.4f}, LTCR {real.ltcr:.4f}, "
+        f"TE {doc['te_solve_s']:.2f} s"
+    )
+
+
+def _plot(path: Path, mlu: list[float], title: str) -> None:
+    from matplotlib.figure import Figure
+
+    from lumoscore.figures import save_figures
+
+    if path.suffix.lower() not in (".png", ".svg"):
+        raise ConfigError(f"--plot {path}: use a .png or .svg file name")
+    fig = Figure(figsize=(6.0, 3.2), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot(range(len(mlu)), mlu, marker="o")
+    ax.set_xlabel("snapshot")
+    ax.set_ylabel("MLU")
+    ax.set_title(title, fontsize=9)
+    save_figures(fig, path.parent, path.stem, formats=(path.suffix.lower()[1:],), dpi=150)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``lumos te`` to the app."""
+    app.command("te")(te)
