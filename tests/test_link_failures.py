@@ -186,3 +186,18 @@ def test_periodic_ocs_switching_costs_less_the_rarer_it_is(tmp_path) -> None:
     assert out.rows[0]["paper_ms_per_step"] == RECONFIG_PAPER_MS[30.0]
     with pytest.raises(ConfigError, match="switch_s"):
         LumosCoreFabric(spec, switch_interval_s=2.0, switch_s=3.0)
+
+
+def test_has_cables_says_whether_cables_can_fail() -> None:
+    """Experiments leave link failures out of the architectures without cables
+    (``Fabric.has_cables``): it agrees with :meth:`Fabric.cables` on every architecture."""
+    from lumoscore.fabric.presets import PRESETS
+
+    for name in PRESETS:
+        fab = make_fabric(name, 512)
+        if fab.has_cables:
+            up, down, bps = fab.cables()
+            assert up.size == down.size > 0 and bps > 0
+        else:
+            with pytest.raises(ConfigError):
+                fab.cables()

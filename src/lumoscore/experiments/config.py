@@ -90,6 +90,12 @@ def _canonical_arch(name: str) -> str:
         raise ValueError(str(exc)) from exc
 
 
+def _has_cables(arch: str) -> bool:
+    """Whether the architecture's fabric has leaf-spine cables that can fail (Best and the
+    vClos clusters have none)."""
+    return bool(architecture(arch)[1].fabric_class.has_cables)
+
+
 def _routes_one_way(arch: str) -> bool:
     """Whether the architecture has a single routing policy (a routing option does not
     apply to it, e.g. Best)."""
@@ -594,7 +600,7 @@ class ExperimentConfig(BaseModel):
             "failures": self.failures.model_dump(),
             **(
                 {}
-                if self.link_failures == LinkFailureConfig() or _routes_one_way(arch)
+                if self.link_failures == LinkFailureConfig() or not _has_cables(arch)
                 else {"link_failures": self.link_failures.model_dump()}
             ),
         }
@@ -663,7 +669,7 @@ def expand(config: ExperimentConfig) -> list[RunConfig]:
                 for path, value in zip(axes, combo, strict=True):
                     if path == "routing" and _routes_one_way(arch):
                         value = None
-                    if path.startswith("link_failures.") and _routes_one_way(arch):
+                    if path.startswith("link_failures.") and not _has_cables(arch):
                         continue  # Best and the vClos clusters have no cables to fail
                     _set_path(doc, path, value)
                 try:

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from lumoscore.errors import ConfigError
-from lumoscore.experiments.testbed import testbed_cases
+from lumoscore.experiments.testbed import testbed_cases, testbed_spec
 
 __all__ = [
     "FIG6C_FRACTIONS",
@@ -140,14 +140,14 @@ def run_reconfig_interval(
     from lumoscore.experiments.presets import TaskOutput, _write_table
     from lumoscore.fabric.lumos import LumosCoreFabric
     from lumoscore.sim import Simulator
-    from lumoscore.topology import ClusterSpec
     from lumoscore.workload import Job
+    from lumoscore.workload.job import REFERENCE_PORT_GBPS
 
     if not intervals or steps < 1:
         raise ConfigError("intervals must be non-empty and steps >= 1")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    spec = ClusterSpec(pods=4, k_leaf=8, k_spine=8, tau=2, gpus_per_server=8, ocs_ports=4)
+    spec = testbed_spec(port_gbps=REFERENCE_PORT_GBPS)  # the step time is given at it
     step_s = RECONFIG_PAPER_MS[0.0] / 1000
     job = Job(job_id=0, arrival_s=0.0, gpus=128, model="llama2_7b", tp=8, pp=2, dp=8, ep=8,
               iterations=int(steps), duration_s=steps * step_s)  # fmt: skip

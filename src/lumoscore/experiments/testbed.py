@@ -48,6 +48,7 @@ __all__ = [
     "run_testbed_dynamic",
     "run_testbed_static",
     "testbed_cases",
+    "testbed_spec",
     "testbed_trace",
 ]
 
@@ -75,6 +76,23 @@ _DURATION_S = (4500.0, 1800.0, 1800.0)
 TESTBED_PORT_GBPS = 100.0
 
 
+def testbed_spec(pods: int = 4, port_gbps: float = TESTBED_PORT_GBPS) -> Any:
+    """The LumosCore testbed's :class:`~lumoscore.topology.ClusterSpec`: ``pods`` pods of 4
+    leaves and 4 spines, 8 NPUs a leaf and a server, ``tau = 2``, 4 OCS groups of four-port
+    OCSes.
+
+    Examples
+    --------
+    >>> s = testbed_spec()
+    >>> s.gpus, s.leaves_per_pod, s.ocs_groups, s.port_gbps
+    (128, 4, 4, 100.0)
+    """
+    from lumoscore.topology import ClusterSpec
+
+    return ClusterSpec(pods=pods, k_leaf=8, k_spine=8, tau=2, gpus_per_server=8, ocs_ports=4,
+                       port_gbps=port_gbps)  # fmt: skip
+
+
 def testbed_cases(
     pods: int = 4, seed: int = 0, *, ecmp: bool = False, **lumos: Any
 ) -> dict[str, Callable[[], Any]]:
@@ -84,10 +102,8 @@ def testbed_cases(
     leaf-spine's balanced ECMP; ``lumos``: further LumosCore options."""
     from lumoscore.fabric.leafspine import LeafSpineFabric
     from lumoscore.fabric.lumos import LumosCoreFabric
-    from lumoscore.topology import ClusterSpec
 
-    spec = ClusterSpec(pods=pods, k_leaf=8, k_spine=8, tau=2, gpus_per_server=8, ocs_ports=4,
-                       port_gbps=TESTBED_PORT_GBPS)  # fmt: skip
+    spec = testbed_spec(pods)
     leaves = spec.gpus // 16
     lumos = {"routing": "ecmp" if ecmp else "planned", "seed": seed, **lumos}
     return {

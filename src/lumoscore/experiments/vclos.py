@@ -201,9 +201,16 @@ def _criteria_rows(
     return rows
 
 
-def _check(jobs: int, seeds: Sequence[int], *values: Sequence[Any]) -> None:
+def _prepare(
+    out_dir: str | Path, jobs: int, seeds: Sequence[int], *values: Sequence[Any]
+) -> tuple[Path, ResultStore]:
+    """Check a task's sizes (``jobs >= 1``, non-empty ``seeds`` and swept ``values``), then
+    make its output folder; the folder and its result store."""
     if jobs < 1 or not seeds or not all(values):
         raise ConfigError("jobs >= 1 and non-empty seeds and swept values are needed")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return out, ResultStore(out / "store")
 
 
 def run_vclos_table5(
@@ -226,10 +233,7 @@ def run_vclos_table5(
     """
     from lumoscore.experiments.presets import TaskOutput, _new_figure, _save_figure, _write_table
 
-    _check(jobs, seeds, lambdas, scales_gpus)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    store = ResultStore(out / "store")
+    out, store = _prepare(out_dir, jobs, seeds, lambdas, scales_gpus)
     files: list[Path] = []
     rows5: list[dict[str, Any]] = []
     rows2: list[dict[str, Any]] = []
@@ -381,10 +385,7 @@ def run_vclos_fig13(
     shared."""
     from lumoscore.experiments.presets import TaskOutput, _new_figure, _save_figure, _write_table
 
-    _check(jobs, seeds, clusters)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    store = ResultStore(out / "store")
+    out, store = _prepare(out_dir, jobs, seeds, clusters)
     rows: list[dict[str, Any]] = []
     for gpus, lam in clusters:
         trace = {"preset": "vclos-helios", "jobs": jobs, "beta_s": float(lam)}
@@ -463,12 +464,10 @@ def run_vclos_table6(
     plus twice its run time), beside the paper's. Writes ``table6.csv``/``.md``."""
     from lumoscore.experiments.presets import TaskOutput, _write_table
 
-    _check(jobs, seeds, queues)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out, store = _prepare(out_dir, jobs, seeds, queues)
     trace = {"preset": "vclos-helios", "jobs": jobs, "beta_s": float(lambda_s)}
     got = _run_strategies(
-        ResultStore(out / "store"), [(q, trace, q) for q in queues], gpus=512, seeds=seeds,
+        store, [(q, trace, q) for q in queues], gpus=512, seeds=seeds,
         exposure=exposure, workers=workers, progress=progress,
     )  # fmt: skip
     rows: list[dict[str, Any]] = []
@@ -496,13 +495,11 @@ def run_vclos_table7(
     from lumoscore.experiments.presets import TaskOutput, _write_table
     from lumoscore.workload.presets import VCLOS_TPUV4_LEVEL
 
-    _check(jobs, seeds, [1])
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out, store = _prepare(out_dir, jobs, seeds)
     # the level is in the run config (and so in the store key), not left to the preset
     trace = {"preset": "vclos-tpuv4", "jobs": jobs, "load": float(load or VCLOS_TPUV4_LEVEL)}
     got = _run_strategies(
-        ResultStore(out / "store"), [("tpuv4", trace, "fifo")], gpus=512, seeds=seeds,
+        store, [("tpuv4", trace, "fifo")], gpus=512, seeds=seeds,
         exposure=exposure, workers=workers, progress=progress,
     )  # fmt: skip
     rows = _criteria_rows(got, "tpuv4", VCLOS_CASES, TABLE7_PAPER, PAPER_ORDER)
@@ -554,10 +551,7 @@ def run_vclos_table4(
 
     from lumoscore.experiments.presets import TaskOutput, _write_table
 
-    _check(jobs, seeds, [1])
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    store = ResultStore(out / "store")
+    out, store = _prepare(out_dir, jobs, seeds)
     trace = {"preset": "vclos-testbed", "jobs": jobs}
     got = _run_strategies(
         store, [("testbed", trace, "fifo")], gpus=TESTBED_GPUS, seeds=seeds,
@@ -574,7 +568,7 @@ def run_vclos_table4(
     for g in sorted(per["vclos"].index):
         r: dict[str, Any] = {"gpus": int(g)}
         r.update({f"{label}_jrt_s": float(per[label].get(g, np.nan)) for label in per})
-        r["ecmp_over_vclos"] = r["ecmp_jrt_s"] / r["vclos_jrt_s"] - 1
+        r["ecmp_over_vclos"] = _change(r["ecmp_jrt_s"], r["vclos_jrt_s"])
         r["ecmp_over_vclos_paper"] = TABLE4_PAPER_ECMP_BY_SIZE.get(int(g), float("nan"))
         sizes.append(r)
     files += _write_table(out, "table4-sizes", sizes)

@@ -281,6 +281,8 @@ class Fabric(ABC):
     #: ``(n_links,)`` links that failed cables took down entirely; ``None`` before the
     #: first failure.
     dead_links: NDArray[np.bool_] | None = None
+    #: The fabric has leaf-spine cables that can fail (:meth:`cables`).
+    has_cables: bool = False
     _cable_failed: NDArray[np.bool_] | None = None
     _cable_healthy: NDArray[np.float64] | None = None
 

@@ -269,6 +269,7 @@ class ClosFabric(Fabric):
     """
 
     routings = ("ecmp", "balanced", "source", "probing", "ideal")
+    has_cables = True
 
     def __init__(
         self,

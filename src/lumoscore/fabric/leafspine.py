@@ -183,6 +183,7 @@ class LeafSpineFabric(Fabric):
     """
 
     routings = ("ecmp", "balanced", "source", "ideal")
+    has_cables = True
     #: The vClos paper's scheduler: the GPUs OCS-vClos would choose, nothing reserved.
     default_placer = "vclos"
 
@@ -312,6 +313,7 @@ class VClosFabric(LeafSpineFabric):
     """
 
     routings = ("vclos",)
+    has_cables = False  # a virtual Clos reserves its links (see cables)
     routing = "vclos"
     default_placer = "fabric"
 

@@ -248,6 +248,7 @@ class LumosCoreFabric(Fabric):
     """
 
     routings = ("planned", "ecmp", "probing", "ideal")
+    has_cables = True
     default_placer = "fabric"  # placement, logical topology and OCS configuration together
 
     def __init__(
@@ -625,7 +626,6 @@ class LumosCoreFabric(Fabric):
             method=opts.get("logical_method", "auto"),
             backup=bool(opts.get("backup", False)),
         )
-        self._free_cache = None
         ocs = self._ocs_change(0.0, leaf.note)
         if not ocs.empty:
             self.stats["reconfigurations"] += 1
@@ -676,30 +676,36 @@ class LumosCoreFabric(Fabric):
         [0, 33, 43, 23]
         """
         src, dst, flow_key = self._route_inputs(src, dst, flow_key)
-        if self.rail_optimized:
-            src, dst = self._wire_pos[src], self._wire_pos[dst]
-        spec, n = self.spec, self._n
-        G = spec.gpus
-        if self.routing == "ideal":
-            return Routes.from_columns(src, G + dst)
-        # leaves and pods of the endpoints (checked above), rank and count of every flow
-        # among the call's flows of its leaf pair, the intra-pod and the cross-pod flows
-        cls = classify_flows(src, dst, spec.k_leaf, spec.leaves_per_pod, n)
-        if self.routing == "probing":
-            return self._probe(src, dst, flow_key, cls, job_id, link_load, flow_weight)
-        hashes = self._hash(src, dst, flow_key) if self.routing == "ecmp" else None
-        return Routes(*self._route_once(src, dst, cls, hashes, job_id, record=True))
+        return self._route_by(self.routing, src, dst, flow_key, job_id, link_load, flow_weight)
 
     def _rehash_routes(self, src: IntArray, dst: IntArray, flow_key: IntArray, **kw: Any) -> Routes:
         """Flows moved off failed links: ECMP over the spines and OCS groups (hashed with the
         new keys) whatever the routing policy, since a planned route does not change with
         the key."""
-        job_id = int(kw.get("job_id", 0))
+        return self._route_by("ecmp", src, dst, flow_key, int(kw.get("job_id", 0)))
+
+    def _route_by(
+        self,
+        policy: str,
+        src: IntArray,
+        dst: IntArray,
+        flow_key: IntArray,
+        job_id: int,
+        link_load: NDArray[np.float64] | None = None,
+        flow_weight: NDArray[np.float64] | None = None,
+    ) -> Routes:
+        """:meth:`routes` of checked GPU endpoints under ``policy``."""
         if self.rail_optimized:
             src, dst = self._wire_pos[src], self._wire_pos[dst]
         spec = self.spec
+        if policy == "ideal":
+            return Routes.from_columns(src, spec.gpus + dst)
+        # leaves and pods of the endpoints (checked above), rank and count of every flow
+        # among the call's flows of its leaf pair, the intra-pod and the cross-pod flows
         cls = classify_flows(src, dst, spec.k_leaf, spec.leaves_per_pod, self._n)
-        hashes = self._hash(src, dst, flow_key)
+        if policy == "probing":
+            return self._probe(src, dst, flow_key, cls, job_id, link_load, flow_weight)
+        hashes = self._hash(src, dst, flow_key) if policy == "ecmp" else None
         return Routes(*self._route_once(src, dst, cls, hashes, job_id, record=True))
 
     def _probe(

@@ -165,10 +165,7 @@ class Admission:
             plan = self.changes.routed(job, gpus)
         except NoRouteError:
             s.stats["unroutable_placements"] = s.stats.get("unroutable_placements", 0) + 1
-            fab: Any = s.fabric
-            if self.placer is not fab:
-                self.placer.release(job.job_id)
-            self.changes.apply(fab.release(job.job_id), now)
+            self.give_back(job.job_id, now)
             return False
         s.stats["plans_s"] += time.perf_counter() - t0
         i = rec.index[job.job_id]
@@ -221,7 +218,11 @@ class Admission:
         self.model.vacate(run.plan)
         del s.running[jid]
         self.gpu_owner[run.gpus] = -1
-        fab: Any = s.fabric
+        self.give_back(jid, now)
+
+    def give_back(self, jid: int, now: float) -> None:
+        """Release a job's GPUs to the placer and its circuits to the fabric."""
+        fab: Any = self.s.fabric
         if self.placer is not fab:
             self.placer.release(jid)
         self.changes.apply(fab.release(jid), now)  # a placing fabric frees GPUs here

@@ -14,7 +14,7 @@ Examples
 --------
 >>> import numpy as np
 >>> from lumoscore.fabric import BestFabric
->>> from lumoscore.fabric.base import FabricChange, NoRouteError
+>>> from lumoscore.fabric.base import FabricChange
 >>> from lumoscore.sim.rounds import RoundModel
 >>> from lumoscore.sim.state import RunState
 >>> fab = BestFabric(gpus=16)

@@ -24,6 +24,8 @@ from numpy.typing import NDArray
 
 __all__ = ["TopologyLog", "mean_topology", "topology_at"]
 
+IntArray = NDArray[np.int64]
+
 
 class TopologyLog:
     """Timestamped pod-level circuit matrices of one run (changes only)."""
@@ -31,8 +33,7 @@ class TopologyLog:
     def __init__(self, fabric: Any) -> None:
         self.fabric = fabric
         self._last: NDArray[np.int64] | None = None
-        self._rows: list[tuple[float, NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]]
-        self._rows = []
+        self._rows: list[tuple[float, IntArray, IntArray, IntArray]] = []
 
     def record(self, now: float) -> None:
         """Note the circuits in effect from ``now`` on, if they changed."""

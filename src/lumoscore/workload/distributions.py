@@ -462,6 +462,21 @@ class ClippedNormal:
         pdf = math.exp(-0.5 * a * a) / math.sqrt(2 * math.pi)
         return self.lo_s * cdf + self.mu_s * (1 - cdf) + self.sigma_s * pdf
 
+    def with_mean(self, mean_s: float) -> ClippedNormal:
+        """The same shape scaled (``mu``, ``sigma`` and ``lo`` alike) to the mean ``mean_s``.
+
+        Examples
+        --------
+        >>> round(ClippedNormal(mu_s=800.0, sigma_s=700.0, lo_s=100.0).with_mean(50.0).mean_s(), 9)
+        50.0
+        """
+        m = self.mean_s()
+        return ClippedNormal(
+            mu_s=self.mu_s * mean_s / m,
+            sigma_s=self.sigma_s * mean_s / m,
+            lo_s=self.lo_s * mean_s / m,
+        )
+
 
 class RunTimeDistribution(Protocol):
     """What a preset needs of a run-time distribution (seconds)."""
@@ -669,11 +684,7 @@ VCLOS_TESTBED_SIZE_MIX: SizeMix = SizeMix.from_shares({2: 1, 4: 1, 8: 1, 16: 1},
 VCLOS_TESTBED_MEAN_S: float = 74.72
 #: Run times of the vClos testbed's jobs: the shape of :data:`VCLOS_DURATION` scaled to the
 #: mean :data:`VCLOS_TESTBED_MEAN_S` (the paper gives the mean only).
-VCLOS_TESTBED_DURATION: ClippedNormal = ClippedNormal(
-    mu_s=VCLOS_DURATION.mu_s * VCLOS_TESTBED_MEAN_S / VCLOS_DURATION.mean_s(),
-    sigma_s=VCLOS_DURATION.sigma_s * VCLOS_TESTBED_MEAN_S / VCLOS_DURATION.mean_s(),
-    lo_s=VCLOS_DURATION.lo_s * VCLOS_TESTBED_MEAN_S / VCLOS_DURATION.mean_s(),
-)
+VCLOS_TESTBED_DURATION: ClippedNormal = VCLOS_DURATION.with_mean(VCLOS_TESTBED_MEAN_S)
 
 #: Run times of the ``lumoscore-published`` preset: through the published Best quantiles,
 #: with their mean; ``tail_sigma`` is that of :meth:`QuantileSpline.with_mean`, rounded.
