@@ -10,11 +10,13 @@ import typer
 from rich.table import Table
 
 from lumoscore.cli._common import JsonOption, emit_json, out_console
+from lumoscore.cli.wire import CIRCULATORS_HELP, WIRING_HELP
 from lumoscore.errors import ConfigError
 from lumoscore.toe import SOLVERS, circuit_loss, configure, evaluate, staged_plan
 from lumoscore.toe.io import load_demand, read_config, write_config
+from lumoscore.toe.solve import COUPLED_SOLVERS
 from lumoscore.topology import build_wiring, load_cluster
-from lumoscore.topology.wiring import WIRING_KINDS, wiring_kind
+from lumoscore.topology.wiring import wiring_kind
 
 __all__ = ["register", "toe"]
 
@@ -33,14 +35,14 @@ def toe(
         typer.Option("--current", help="Current configuration JSON (as written by --out)."),
     ] = None,
     solver: Annotated[
-        str, typer.Option("--solver", help=f"Solver: {', '.join(SOLVERS)}.")
+        str,
+        typer.Option(
+            "--solver",
+            help=f"Solver: {', '.join(SOLVERS)} (slim-dual-link: {', '.join(COUPLED_SOLVERS)}).",
+        ),
     ] = "mdmcf",
-    wiring: Annotated[
-        str, typer.Option("--wiring", help=f"Physical wiring: {', '.join(WIRING_KINDS)}.")
-    ] = "cross",
-    circulators: Annotated[
-        bool, typer.Option("--circulators", help="Tx and Rx of each port share one fibre.")
-    ] = False,
+    wiring: Annotated[str, typer.Option("--wiring", help=WIRING_HELP)] = "cross",
+    circulators: Annotated[bool, typer.Option("--circulators", help=CIRCULATORS_HELP)] = False,
     group: Annotated[
         int, typer.Option("--group", min=0, help="OCS group of a pod x pod demand matrix.")
     ] = 0,

@@ -12,20 +12,39 @@ from lumoscore.cli._common import JsonOption, emit_json, out_console, to_jsonabl
 from lumoscore.errors import ConfigError
 from lumoscore.hardware.optics import check_power_budget, get_transceiver
 from lumoscore.topology import build_wiring, load_cluster
-from lumoscore.topology.wiring import WIRING_KINDS, wiring_kind
+from lumoscore.topology.wiring import WIRING_KINDS, Wiring, wiring_kind
 
-__all__ = ["register", "wire"]
+__all__ = ["CIRCULATORS_HELP", "WIRING_HELP", "register", "wire"]
+
+#: ``--wiring`` help of ``lumos wire`` and ``lumos toe``.
+WIRING_HELP = (
+    f"Physical wiring: {', '.join(WIRING_KINDS)} (aliases: interleaved = cross, slim = "
+    f"slim-dual-link; slim-dual-link needs --circulators and couples a transceiver's two "
+    f"lanes, so links come in pairs)."
+)
+
+#: ``--circulators`` help of ``lumos wire`` and ``lumos toe``.
+CIRCULATORS_HELP = "Tx and Rx of each port share one fibre (required by slim-dual-link)."
+
+
+def compatibility_text(w: Wiring) -> str:
+    """The "full compatibility" cell of the summary table."""
+    if not w.fully_compatible:
+        return "no (ToE NP-complete)"
+    if w.granularity > 1:
+        return f"yes, in units of {w.granularity} links (odd pod-pair counts: one link short)"
+    return "yes"
 
 
 def wire(
     cluster: Annotated[Path, typer.Argument(help="Cluster TOML file with a \\[cluster] table.")],
     wiring: Annotated[
         str,
-        typer.Option("--wiring", help=f"Physical wiring: {', '.join(WIRING_KINDS)}."),
+        typer.Option("--wiring", help=WIRING_HELP),
     ] = "cross",
     circulators: Annotated[
         bool,
-        typer.Option("--circulators", help="Tx and Rx of each port share one fibre."),
+        typer.Option("--circulators", help=CIRCULATORS_HELP),
     ] = False,
     transceiver: Annotated[
         str,
@@ -78,7 +97,7 @@ def wire(
         ("OCS groups x OCSes per group", f"{w.groups} x {w.ocs_per_group} = {w.ocs_count}"),
         ("OCS ports used per OCS", f"{w.ocs_ports_used} of {spec.ocs_ports} (psi = {w.psi})"),
         ("spine OCS-facing ports", f"{w.groups * w.pods * w.ports:,} ({w.ports} per spine)"),
-        ("full compatibility", "yes" if w.fully_compatible else "no (ToE NP-complete)"),
+        ("full compatibility", compatibility_text(w)),
         (
             "power budget",
             f"{budget.status}: {module.name} {budget.budget_db:.1f} dB vs loss "

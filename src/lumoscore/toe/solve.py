@@ -15,8 +15,10 @@
 * ``ilp`` -- exact OR-Tools CP-SAT (:mod:`lumoscore.toe.ilp`);
 * ``bvn``, ``helios`` -- Uniform-Wiring heuristics (:mod:`lumoscore.toe.heuristics`);
 
-and assembles port-level circuits that keep the current circuits wherever the new per-OCS
-pod-pair counts allow. The groups are independent; the decompositions and flows of all groups
+(on ``slim-dual-link`` wiring ``mdmcf``, ``mcf`` and ``ilp`` run on the transceiver view of
+:mod:`lumoscore.toe.slim`, with the demand rounded down to coupled pairs) and assembles
+port-level circuits that keep the current circuits wherever the new per-OCS pod-pair counts
+allow. The groups are independent; the decompositions and flows of all groups
 are batched into single OR-Tools calls.
 
 Examples
@@ -52,8 +54,15 @@ from lumoscore.toe.model import (
     current_links,
     validate_demand,
 )
+from lumoscore.toe.slim import (
+    coupling_problems,
+    to_lane_circuits,
+    to_transceiver_circuits,
+    transceiver_model,
+)
 
 __all__ = [
+    "COUPLED_SOLVERS",
     "REFINE_ROUNDS",
     "SMALL_UNITS",
     "SOLVERS",
@@ -67,6 +76,10 @@ IntArray = NDArray[np.int64]
 
 SOLVERS: tuple[str, ...] = ("mdmcf", "mcf", "ilp", "bvn", "helios")
 """Solver names accepted by :func:`configure`."""
+
+COUPLED_SOLVERS: tuple[str, ...] = ("mdmcf", "mcf", "ilp")
+"""Solvers of coupled wirings (``slim-dual-link``): the mirror-paired ones, on the transceiver
+view (:mod:`lumoscore.toe.slim`)."""
 
 _BLOCK_ROWS = 2048  # largest block-diagonal matrix decomposed in one call
 
@@ -151,9 +164,9 @@ def _model_for(wiring: Any, *, mirror: bool, groups: IntArray) -> PortModel:
 
 def check_solver(wiring: Any, solver: str) -> None:
     """Raise if ``solver`` (one of :data:`SOLVERS`) cannot configure ``wiring`` (a
-    :class:`~lumoscore.topology.Wiring` or a :class:`PortModel`): an unknown name, or
-    ``mdmcf``/``mcf`` on a wiring that is not mirror-paired (:class:`WiringMismatchError`,
-    naming the solvers that fit).
+    :class:`~lumoscore.topology.Wiring` or a :class:`PortModel`): an unknown name,
+    ``mdmcf``/``mcf`` on a wiring that is not mirror-paired, or ``bvn``/``helios`` on
+    ``slim-dual-link`` (:class:`WiringMismatchError`, naming the solvers that fit).
 
     Examples
     --------
@@ -167,6 +180,15 @@ def check_solver(wiring: Any, solver: str) -> None:
     """
     if solver not in SOLVERS:
         raise ConfigError(f"solver {solver!r} unknown; allowed: {', '.join(SOLVERS)}")
+    if getattr(wiring, "coupled", False):
+        if solver not in COUPLED_SOLVERS:
+            raise WiringMismatchError(
+                f"solver {solver!r} is a Uniform-Wiring heuristic (one matching of pods per "
+                f"OCS) and does not fit {wiring.kind} wiring, whose coupled transceivers form "
+                f"mirror-paired channels; allowed solvers for this wiring: "
+                f"{', '.join(COUPLED_SOLVERS)}"
+            )
+        return
     if solver in ("mdmcf", "mcf"):
         model = (
             wiring if isinstance(wiring, PortModel) else PortModel.from_wiring(wiring, mirror=True)
@@ -373,7 +395,10 @@ def configure(
         ``(H, P, P)`` logical topology per group (or ``(P, P)`` for one group): symmetric,
         non-negative integers, zero diagonal, row sums at most the spine's OCS-facing ports.
     wiring : Wiring or PortModel
-        Physical topology (:func:`lumoscore.topology.build_wiring`).
+        Physical topology (:func:`lumoscore.topology.build_wiring`). A ``slim-dual-link``
+        wiring must be given as the ``Wiring`` (its coupling is not in a ``PortModel``): the
+        demand is rounded down to even pod-pair counts (noted in ``notes``), solved on the
+        transceiver view (:mod:`lumoscore.toe.slim`) with ``mdmcf``, ``mcf`` or ``ilp``.
     current : array_like, optional
         Current configuration, circuits ``(n, 6)``; circuits of groups not configured are
         ignored. Must fit the wiring.
@@ -434,6 +459,10 @@ def configure(
             member = np.zeros(max(H_all, int(cur[:, 0].max()) + 1), bool)
             member[gids] = True
             cur = cur[member[np.maximum(cur[:, 0], 0)] & (cur[:, 0] >= 0)]
+    if getattr(wiring, "coupled", False):
+        return _configure_coupled(
+            demand, wiring, cur, solver, gids, time_limit_s, seed, check=check, t0=t0
+        )
     mirror = solver in ("mdmcf", "mcf")
     model = _model_for(wiring, mirror=mirror, groups=gids)
     if check:
@@ -493,4 +522,70 @@ def configure(
         fallback,
         tuple(int(g) for g in gids),
         notes,
+    )
+
+
+def _configure_coupled(
+    demand: Any,
+    wiring: Any,
+    cur: IntArray | None,
+    solver: str,
+    gids: IntArray,
+    time_limit_s: float,
+    seed: int | None,
+    *,
+    check: bool,
+    t0: float,
+) -> ToeResult:
+    """:func:`configure` on a coupled wiring (``slim-dual-link``): validate at port level,
+    round the demand down to coupled pairs, solve on the transceiver view, expand the lanes."""
+    check_solver(wiring, solver)
+    lanes = _model_for(wiring, mirror=False, groups=gids)
+    if check:
+        C = validate_demand(demand, lanes)
+    else:
+        C = np.asarray(demand, dtype=np.int64).reshape(lanes.groups, lanes.pods, lanes.pods)
+    notes: list[str] = []
+    odd = int(np.count_nonzero(np.triu(C % wiring.granularity, 1)))
+    if odd:
+        notes.append(
+            f"{wiring.kind}: {odd} pod pair(s) with an odd link count realized one link short "
+            f"(links come in coupled pairs, granularity {wiring.granularity})"
+        )
+    tcur = None
+    if cur is not None and len(cur):
+        if check:
+            problems = check_current(lanes, cur, groups=gids) or coupling_problems(wiring, cur)
+            if problems:
+                raise CurrentConfigError(
+                    "current configuration does not fit the wiring: " + "; ".join(problems[:3])
+                )
+        tcur = to_transceiver_circuits(wiring, cur)
+        tmodel = transceiver_model(wiring)
+        h = tcur[:, 0]
+        cross = tmodel.side[h, tcur[:, 2], tcur[:, 3]] != tmodel.side[h, tcur[:, 4], tcur[:, 5]]
+        if not cross.all():
+            notes.append(
+                f"{int((~cross).sum()) // 2} current coupled pair(s) join two even or two odd "
+                f"transceivers: not kept (the solvers pair transceiver 2s with 2s+1)"
+            )
+            tcur = tcur[cross]
+    res = configure(
+        C // wiring.granularity,
+        transceiver_model(wiring),
+        current=tcur,
+        solver=solver,
+        groups=gids,
+        time_limit_s=time_limit_s,
+        seed=seed,
+        check=check,
+    )
+    return ToeResult(
+        to_lane_circuits(wiring, res.circuits),
+        solver,
+        res.status,
+        time.perf_counter() - t0,
+        res.fallback,
+        res.groups,
+        tuple(notes) + res.notes,
     )

@@ -8,6 +8,8 @@ tests check both agree): it works from the channel view of the wiring
   (3) -- via :func:`~lumoscore.toe.model.check_current`;
 * with circulators, a circuit joining two half-ports of the same (N or S) side;
 * a circuit without its mirror (4);
+* on a coupled wiring (``slim-dual-link``) a circuit without the twin circuit of the other
+  lanes of its two transceivers;
 * a pod pair whose circuits differ from the logical topology (1) -- or, with
   ``partial=True`` (best-effort wirings), exceed it.
 
@@ -110,6 +112,15 @@ def verify_configuration(
     rev = n_key * span + m_key
     for r in np.flatnonzero(~np.isin(rev, fwd))[:_LIMIT]:
         out.append(f"{label(r)} has no mirror (constraint (4))")
+    if getattr(wiring, "coupled", False):
+        # the twin of Tx (i, k) -> Rx (j, k') is Tx (i, k ^ 1) -> Rx (j, k' ^ 1): K is even
+        twin = (m_key ^ 1) * span + (n_key ^ 1)
+        for r in np.flatnonzero(~np.isin(twin, fwd))[:_LIMIT]:
+            _, _, a, p, b, q = c[r].tolist()
+            out.append(
+                f"{label(r)} has no twin Tx pod {a} port {p ^ 1} -> Rx pod {b} port {q ^ 1} "
+                f"(coupling: both lanes of a transceiver link to one transceiver)"
+            )
     if demand is not None:
         C = np.asarray(demand, dtype=np.int64)
         C = C[None] if C.ndim == 2 else C

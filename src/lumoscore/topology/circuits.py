@@ -195,7 +195,10 @@ def verify_circuits(wiring: Wiring, circuits: Any, C: Any = None) -> list[str]:
         out-of-range rows; a Tx or an Rx used by more than one circuit (constraint (2)); a
         circuit whose Tx or Rx is not wired to its OCS (constraint (3)); with circulators a
         circuit joining two half-ports of the same side; a circuit without its mirror
-        (constraint (4)); a pod pair whose link count differs from ``C`` (constraint (1)).
+        (constraint (4)); on a coupled wiring (``slim-dual-link``) a circuit
+        ``Tx (i, k) -> Rx (j, k')`` without its twin ``Tx (i, k ^ 1) -> Rx (j, k' ^ 1)`` (the
+        transceiver's other lane); a pod pair whose link count differs from ``C``
+        (constraint (1)).
         At most :data:`MAX_MESSAGES_PER_CHECK` messages per kind.
 
     Examples
@@ -312,6 +315,23 @@ def verify_circuits(wiring: Wiring, circuits: Any, C: Any = None) -> list[str]:
             f"port {tk[r]} (symmetry, constraint (4))"
         )
     msgs.extend(_capped(out, missing.size, "circuits without mirror"))
+
+    # ---- coupled wirings (slim-dual-link): both lanes of a transceiver to one transceiver --
+    if getattr(wiring, "coupled", False):
+        twin = ((g * P + tp) * K + (tk ^ 1)) * span + (g * P + rp) * K + (rk ^ 1)
+        alone = np.flatnonzero(~np.isin(twin, fwd))
+        out = []
+        for lab, r in zip(
+            label(x[alone[:MAX_MESSAGES_PER_CHECK]]),
+            alone[:MAX_MESSAGES_PER_CHECK].tolist(),
+            strict=True,
+        ):
+            out.append(
+                f"{lab} has no twin circuit Tx pod {tp[r]} port {tk[r] ^ 1} -> Rx pod {rp[r]} "
+                f"port {rk[r] ^ 1}: the two lanes of a transceiver (ports 2t, 2t+1) must link "
+                f"to one transceiver (coupling, {wiring.kind} wiring)"
+            )
+        msgs.extend(_capped(out, alone.size, "uncoupled circuits"))
 
     # ---- constraint (1): the circuits realize C -----------------------------------------
     if C is not None:

@@ -1,7 +1,7 @@
 r"""Realize a logical topology as port-level OCS circuits on a physical wiring.
 
-Polynomial construction (mirror-decomposable wirings: ``cross``, ``dual-link``)
-------------------------------------------------------------------------------
+Polynomial construction (mirror-decomposable: ``cross``, ``dual-link``, ``slim-dual-link``)
+-------------------------------------------------------------------------------------------
 LumosCore Thm 3.1 / Cross-Wiring Thm 4.1 and Thm 3.3, per OCS group ``h``:
 
 1. ``C_h = A + A^T`` with every row/column sum of ``A`` within floor/ceil of half of
@@ -23,12 +23,35 @@ LumosCore Thm 3.1 / Cross-Wiring Thm 4.1 and Thm 3.3, per OCS group ``h``:
    A partial permutation uses every Tx and every Rx at most once, so constraints (1)-(4)
    hold. Identical groups are decomposed once.
 
+Slim Dual-link Uniform Wiring (Cross-Wiring App. C)
+---------------------------------------------------
+``slim-dual-link`` couples the two lanes (ports ``2t``, ``2t + 1``) of a transceiver to one
+remote transceiver, so links come in units of two (:data:`~lumoscore.topology.wiring.GRANULARITY`).
+The same three steps run on *transceivers*, with ``B = C // 2`` (coupled pairs per pod pair):
+
+1. ``B_h = A + A^T``; fan-out ``sum_j C_ij <= K`` gives ``sum_j B_ij <= K/2`` and row and
+   column sums of ``A`` at most ``K/4`` (``K`` is a multiple of 4).
+2. ``A = X[0] + ... + X[K/4 - 1]``, every ``X[s]`` a partial permutation.
+3. ``X[s][i, j] = 1`` couples the even transceiver ``2s`` of pod ``i`` (ports ``4s``,
+   ``4s+1``) to the odd transceiver ``2s+1`` of pod ``j`` (ports ``4s+2``, ``4s+3``): OCS ``s``
+   joins N ``(i, 4s)`` to S ``(j, 4s+3)`` and N ``(j, 4s+2)`` to S ``(i, 4s+1)`` -- two links,
+   four circuit rows. Every pod has one even and one odd transceiver per OCS, so a partial
+   permutation uses each at most once (Thm 3.3: the even -> odd sub-topology and its mirror).
+
+Rounding rule: an odd ``C_ij`` cannot be realized in full (every coupled realization has even
+pod-pair counts), so :func:`realize` realizes :func:`coarse_part` ``= 2 * (C // 2)``, the
+largest part of ``C`` at the wiring's granularity: one link short on each odd entry, so the
+LTCR is :func:`coarse_ltcr` ``= 1 - #odd entries / sum C`` (over both triangles and all
+groups) -- the optimum, which :func:`realize_exact` confirms.
+
 Uniform wiring
 --------------
 The ToE problem on Uniform Wiring is NP-complete (Cross-Wiring Thm 2.1) and some logical
 topologies are not realizable at all. :func:`realize_exact` solves constraints (2)-(4) with
 (1) relaxed to "at most ``C_ij`` links" and the number of links maximised, with OR-Tools
-CP-SAT under a time limit (any wiring; meant for small instances). Its LTCR is Eq. (5).
+CP-SAT under a time limit (any wiring; meant for small instances). Its LTCR is Eq. (5). On a
+coupled wiring its variables are transceiver pairs (any two transceivers of different pods on
+one OCS), not port pairs.
 
 Examples
 --------
@@ -64,9 +87,13 @@ __all__ = [
     "ExactRealization",
     "UnrealizableError",
     "check_logical_topology",
+    "coarse_ltcr",
+    "coarse_part",
     "realize",
     "realize_exact",
 ]
+
+_MIRRORED = ("cross", "dual-link", "slim-dual-link")
 
 IntArray = NDArray[np.int64]
 
@@ -121,6 +148,37 @@ def check_logical_topology(C: Any, wiring: Wiring, *, fan_out: bool = True) -> I
     return Ch
 
 
+def coarse_part(C: Any, wiring: Wiring) -> IntArray:
+    """The largest part of ``C`` the wiring's link granularity allows: ``g * (C // g)`` with
+    ``g = wiring.granularity`` (2 for ``slim-dual-link``, else ``C`` itself), ``(H, P, P)``.
+
+    Examples
+    --------
+    >>> from lumoscore.topology import ClusterSpec, build_wiring
+    >>> spec = ClusterSpec(pods=2, k_leaf=1, k_spine=4, tau=1, gpus_per_server=1, ocs_ports=4)
+    >>> coarse_part([[0, 3], [3, 0]], build_wiring(spec, "slim", True))[0].tolist()
+    [[0, 2], [2, 0]]
+    """
+    Ch = as_logical_topology(C, wiring)
+    g = wiring.granularity
+    return g * (Ch // g)
+
+
+def coarse_ltcr(C: Any, wiring: Wiring) -> float:
+    """LTCR (Eq. 5) of :func:`coarse_part` against ``C``: for ``slim-dual-link``
+    ``1 - (number of odd entries of C) / sum(C)``, the best any configuration reaches.
+
+    Examples
+    --------
+    >>> from lumoscore.topology import ClusterSpec, build_wiring
+    >>> spec = ClusterSpec(pods=3, k_leaf=1, k_spine=4, tau=1, gpus_per_server=1, ocs_ports=6)
+    >>> coarse_ltcr([[0, 3, 1], [3, 0, 0], [1, 0, 0]], build_wiring(spec, "slim", True))
+    0.5
+    """
+    Ch = as_logical_topology(C, wiring)
+    return ltcr_matrix(coarse_part(Ch, wiring), Ch)
+
+
 def _unique_groups(Ch: IntArray) -> tuple[IntArray, IntArray]:
     """Distinct per-group topologies and, for every group, the index of its distinct one.
 
@@ -154,6 +212,21 @@ def _circuits_of_parts(
     return np.concatenate([fwd, rev]).astype(np.int64)
 
 
+def _circuits_of_coupled_parts(s: IntArray, i: IntArray, j: IntArray) -> IntArray:
+    """``slim-dual-link``: rows of the coupled pair transceiver ``(i, 2s)`` <-> ``(j, 2s+1)``
+    on OCS ``s``: N ``(i, 4s)`` - S ``(j, 4s+3)`` and N ``(j, 4s+2)`` - S ``(i, 4s+1)``, both
+    directions of each."""
+    zero = np.zeros_like(s)
+    a_n, a_s, b_n, b_s = 4 * s, 4 * s + 1, 4 * s + 2, 4 * s + 3
+    rows = [
+        np.column_stack([zero, s, i, a_n, j, b_s]),
+        np.column_stack([zero, s, j, b_s, i, a_n]),
+        np.column_stack([zero, s, j, b_n, i, a_s]),
+        np.column_stack([zero, s, i, a_s, j, b_n]),
+    ]
+    return np.concatenate(rows).astype(np.int64)
+
+
 def _tile_groups(per_unique: list[IntArray], inverse: IntArray) -> IntArray:
     parts = []
     for h, u in enumerate(inverse.tolist()):
@@ -168,7 +241,8 @@ def _tile_groups(per_unique: list[IntArray], inverse: IntArray) -> IntArray:
 
 
 def realize(C: Any, wiring: Wiring) -> IntArray:
-    """Circuits realizing logical topology ``C`` exactly on a ``cross`` or ``dual-link`` wiring.
+    """Circuits realizing logical topology ``C`` exactly on a mirror-decomposable wiring
+    (``cross``, ``dual-link``; ``slim-dual-link`` at its granularity).
 
     Parameters
     ----------
@@ -176,13 +250,16 @@ def realize(C: Any, wiring: Wiring) -> IntArray:
         ``(P, P)`` (the same for every OCS group) or ``(H, P, P)`` non-negative integer link
         counts, symmetric, zero diagonal, row sums at most ``k_spine``.
     wiring : Wiring
-        A ``cross`` or ``dual-link`` wiring (with or without circulators).
+        A ``cross`` or ``dual-link`` wiring (with or without circulators), or a
+        ``slim-dual-link`` wiring: then :func:`coarse_part` of ``C`` is realized (every
+        odd ``C_ij`` one link short; module docstring).
 
     Returns
     -------
     numpy.ndarray
         ``(n, 6)`` ``int64`` circuits ``[group, ocs, tx_pod, tx_port, rx_pod, rx_port]``,
-        ``n = C.sum()`` over all groups, sorted by group, OCS, Tx pod and port.
+        ``n = coarse_part(C).sum()`` over all groups (``C.sum()`` but for ``slim-dual-link``),
+        sorted by group, OCS, Tx pod and port.
 
     Raises
     ------
@@ -197,17 +274,24 @@ def realize(C: Any, wiring: Wiring) -> IntArray:
     >>> spec = ClusterSpec(pods=2, k_leaf=1, k_spine=2, tau=1, gpus_per_server=1, ocs_ports=2)
     >>> realize([[0, 1], [1, 0]], build_wiring(spec, "cross")).tolist()
     [[0, 0, 0, 0, 1, 1], [0, 1, 1, 1, 0, 0]]
+    >>> spec4 = ClusterSpec(pods=2, k_leaf=1, k_spine=4, tau=1, gpus_per_server=1, ocs_ports=4)
+    >>> realize([[0, 3], [3, 0]], build_wiring(spec4, "slim", True)).tolist()  # 3 -> 2 links
+    [[0, 0, 0, 0, 1, 3], [0, 0, 0, 1, 1, 2], [0, 0, 1, 2, 0, 1], [0, 0, 1, 3, 0, 0]]
     """
     if not isinstance(wiring, Wiring):
         raise ConfigError(f"wiring must be a Wiring, got {type(wiring).__name__}")
-    if wiring.kind not in ("cross", "dual-link"):
+    if wiring.kind not in _MIRRORED:
         raise ConfigError(
-            f"wiring.kind: realize() needs a mirror-decomposable wiring (cross, dual-link), got "
-            f"{wiring.kind!r}; ToE on uniform wiring is NP-complete: use realize_exact()"
+            f"wiring.kind: realize() needs a mirror-decomposable wiring "
+            f"({', '.join(_MIRRORED)}), got {wiring.kind!r}; ToE on uniform wiring is "
+            f"NP-complete: use realize_exact()"
         )
     Ch = check_logical_topology(C, wiring)
+    coupled = wiring.coupled
+    if coupled:
+        Ch = Ch // wiring.granularity  # coupled transceiver pairs per pod pair
     uniq, inverse = _unique_groups(Ch)
-    half = wiring.ports // 2
+    half = wiring.ports // (4 if coupled else 2)
     per_unique = []
     for Cu in uniq:
         A = symmetric_decomposition(Cu)
@@ -223,7 +307,10 @@ def realize(C: Any, wiring: Wiring) -> IntArray:
                 "integer decomposition returned a part that is not a partial permutation "
                 "(breaks Thm 3.1's bounds)"
             )
-        per_unique.append(_circuits_of_parts(wiring.kind, wiring.circulators, k, i, j))
+        if coupled:
+            per_unique.append(_circuits_of_coupled_parts(k, i, j))
+        else:
+            per_unique.append(_circuits_of_parts(wiring.kind, wiring.circulators, k, i, j))
     return _tile_groups(per_unique, inverse)
 
 
@@ -363,6 +450,83 @@ def _solve_group(
     return rows, status, bound if status == "feasible" else int(values.sum())
 
 
+def _solve_group_coupled(
+    wiring: Wiring, h: int, Cg: IntArray, time_limit_s: float, workers: int, seed: int
+) -> tuple[IntArray, str, int]:
+    """CP-SAT on one group of a coupled wiring: one 0/1 variable per pair of transceivers
+    (ports ``2t``, ``2t+1``) of different pods on the same OCS; circuits (group column 0),
+    status and an upper bound, all in links (two per coupled pair)."""
+    P, K = wiring.pods, wiring.ports
+    g = wiring.granularity
+    T = K // 2
+    target = int(np.triu(Cg, 1).sum())
+    empty = np.zeros((0, 6), dtype=np.int64)
+    pairs_cap = Cg // g
+    if not np.triu(pairs_cap, 1).any():
+        return empty, "optimal", 0
+    if time_limit_s <= 0:
+        return empty, "timeout", target
+    side = wiring.tx_side()[h]  # (P, K): 0 = N lane, 1 = S lane
+    ocs = wiring.tx_ocs[h][:, 0::2].reshape(-1)  # OCS of every transceiver (pod-major)
+    lane = np.arange(K).reshape(T, 2)
+    n_port = np.where(side[:, 0::2] == 0, lane[:, 0], lane[:, 1]).reshape(-1)
+    s_port = np.where(side[:, 0::2] == 0, lane[:, 1], lane[:, 0]).reshape(-1)
+    pod = np.repeat(np.arange(P), T)
+    order = np.argsort(ocs, kind="stable")
+    _, starts = np.unique(ocs[order], return_index=True)
+    ms, ns = [], []
+    for members in np.split(order, starts[1:]):
+        a, b = (x.ravel() for x in np.meshgrid(members, members, indexing="ij"))
+        keep = (pod[a] < pod[b]) & (pairs_cap[pod[a], pod[b]] > 0)
+        ms.append(a[keep])
+        ns.append(b[keep])
+    m, n = np.concatenate(ms), np.concatenate(ns)
+    if m.size == 0:
+        return empty, "optimal", 0
+    model = cp_model.CpModel()
+    y = model.new_bool_var_series("y", pd.Index(np.arange(m.size)))
+    yv = y.to_numpy()
+    ends = np.concatenate([m, n])
+    var_of_end = np.concatenate([np.arange(m.size), np.arange(m.size)])
+    order = np.argsort(ends, kind="stable")
+    _, starts = np.unique(ends[order], return_index=True)
+    for idx in np.split(var_of_end[order], starts[1:]):  # every transceiver in <= 1 pair
+        if idx.size > 1:
+            model.add(cp_model.LinearExpr.sum(list(yv[idx])) <= 1)
+    pair = pod[m] * P + pod[n]
+    order = np.argsort(pair, kind="stable")
+    keys, starts = np.unique(pair[order], return_index=True)
+    caps = pairs_cap.reshape(-1)[keys]
+    for idx, cap in zip(np.split(order, starts[1:]), caps.tolist(), strict=True):
+        if idx.size > cap:  # relaxed constraint (1): at most C_ij links, in coupled pairs
+            model.add(cp_model.LinearExpr.sum(list(yv[idx])) <= cap)
+    model.maximize(cp_model.LinearExpr.sum(list(yv)))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit_s)
+    solver.parameters.num_workers = int(workers)
+    solver.parameters.random_seed = int(seed)
+    code = solver.solve(model)
+    if code == cp_model.MODEL_INVALID:
+        raise SolverError(f"CP-SAT: invalid model for group {h}: {model.validate()}")
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return empty, "timeout", target
+    values = solver.boolean_values(y).to_numpy().astype(bool)
+    mm, nn = m[values], n[values]
+    pi, pj, o = pod[mm], pod[nn], ocs[mm]
+    zero = np.zeros_like(mm)
+    rows = []
+    for a_n, b_s, p_a, p_b in (
+        (n_port[mm], s_port[nn], pi, pj),  # N lane of one transceiver - S lane of the other
+        (n_port[nn], s_port[mm], pj, pi),
+    ):
+        rows.append(np.column_stack([zero, o, p_a, a_n, p_b, b_s]))
+        rows.append(np.column_stack([zero, o, p_b, b_s, p_a, a_n]))
+    circuits = np.concatenate(rows).astype(np.int64)
+    status = "optimal" if code == cp_model.OPTIMAL else "feasible"
+    bound = min(target, g * int(np.floor(solver.best_objective_bound + 1e-6)))
+    return circuits, status, bound if status == "feasible" else g * int(values.sum())
+
+
 def realize_exact(
     C: Any,
     wiring: Wiring,
@@ -377,7 +541,9 @@ def realize_exact(
     links between pods ``i`` and ``j``" and the number of realized links is maximised. One
     0/1 variable per port pair ``{m, n}`` of different pods whose Tx/Rx are wired so that both
     directed circuits ``m -> n`` and ``n -> m`` exist (so symmetry holds by construction).
-    Groups with the same topology are solved once. For small instances: the problem is
+    On a coupled wiring (``slim-dual-link``) one variable per pair of transceivers of
+    different pods on one OCS instead, worth two links, at most ``C_ij // 2`` pairs per pod
+    pair. Groups with the same topology are solved once. For small instances: the problem is
     NP-complete on uniform wiring.
 
     Parameters
@@ -419,7 +585,8 @@ def realize_exact(
     bounds: list[int] = []
     for u, Cu in enumerate(uniq):
         left = deadline - time.perf_counter()
-        rows, status, bound = _solve_group(wiring, int(first_group[u]), Cu, left, workers, seed)
+        solve = _solve_group_coupled if wiring.coupled else _solve_group
+        rows, status, bound = solve(wiring, int(first_group[u]), Cu, left, workers, seed)
         per_unique.append(rows)
         statuses.append(status)
         bounds.append(bound)

@@ -1,7 +1,8 @@
 r"""Port-level physical wiring between the spine layer and the OCS layer.
 
-Three wirings of Cross-Wiring §3 (LumosCore §3.1 calls Cross Wiring *Interleaved Wiring*),
-each with or without circulators. The map is the same in every OCS group ``h`` (spine ``h`` of
+Four wirings of Cross-Wiring §3 and Appendix C (LumosCore §3.1 calls Cross Wiring
+*Interleaved Wiring*): three with or without circulators, one (``slim-dual-link``) with
+circulators only. The map is the same in every OCS group ``h`` (spine ``h`` of
 every pod joins group ``h``), so a :class:`Wiring` stores, for every spine OCS-facing port
 ``(group h, pod p, port k)``, where its egress (Tx) and ingress (Rx) fibres land: the OCS
 *index inside the group* and the OCS port. Everything is built by NumPy broadcasting.
@@ -36,6 +37,23 @@ Wirings (``psi`` = OCS ports a pod occupies on each OCS of its group)
     OCS port ``p``. With circulators even ports are joined to odd ports on ``K / 2`` OCSes
     (Cross-Wiring §3.3: "connecting odd-indexed transceivers to even-indexed ones"): the same
     map as ``dual-link`` with circulators, ``psi = 1``.
+``slim-dual-link`` (Slim Dual-link Uniform, Cross-Wiring App. C; circulators only; ``psi = 2``;
+    ``K / 4`` OCSes per group; ``k_spine`` a multiple of 4)
+    A *transceiver* is the port pair ``(2t, 2t + 1)`` (its two lanes, one circulator each).
+    Transceiver ``t`` of pod ``p`` sits on OCS ``t // 2``, OCS port ``q = 2p + t % 2``, lane
+    ``2t`` on the N half and lane ``2t + 1`` on the S half of that *same* OCS port. So port
+    ``k`` goes to OCS ``k // 4``, half-port ``4p + k % 4``; every pod has two transceivers on
+    each OCS of its group: the even one ``2s`` (forward) and the odd one ``2s + 1`` (backward).
+    Links are *coupled*: a transceiver's two lanes link to the two lanes of one transceiver of
+    another pod (N of one to S of the other, both ways), so every pod pair gets links in units
+    of :data:`GRANULARITY` ``= 2``. Fully compatible at that granularity (any logical topology
+    with even pod-pair counts within fan-out; an odd count loses one link), by Thm 3.3 on
+    transceivers: even transceiver of pod ``i`` <-> odd transceiver of pod ``j`` is the
+    mirror-paired sub-topology. With one transceiver per pod per OCS (``psi = 1``, ``K / 2``
+    OCSes) the coupled links of an OCS would form a matching of pods and the ToE would be
+    multigraph edge colouring (NP-complete, as Thm 2.1): 3 pods with 2 transceivers each, one
+    coupled pair wanted between every two pods, get at most one pair per OCS, 2 < 3. Hence
+    ``psi = 2``.
 
 The pod limit is ``floor(K_ocs / psi)``: ``uniform = cross = 2 x dual-link`` without
 circulators (Cross-Wiring Table 3). With circulators every transceiver needs only half an OCS
@@ -43,7 +61,20 @@ port, so ``dual-link`` doubles to ``K_ocs`` pods and ``uniform`` to ``2 K_ocs``.
 compatible wiring cannot go beyond ``K_ocs`` pods with circulators: with one half-port per pod
 on an OCS the N/S sides 2-colour the pods, and pods of the same colour can never be linked
 there (see ``docs/wiring.md``), so ``cross`` with circulators keeps ``K_ocs`` pods and saves
-half of the OCSes instead.
+half of the OCSes instead. ``slim-dual-link`` reaches ``floor(K_ocs / 2)`` pods (the
+``dual-link`` limit without circulators) with ``K / 4`` OCSes per group.
+
+Scalability in Cross-Wiring Table 3 form (``K_ocs / psi x K_egroup`` GPUs, ``K_egroup`` =
+GPUs per pod):
+
+================  ===========  =========  ================  ===============================
+wiring            circulators  psi        max pods          full compatibility
+================  ===========  =========  ================  ===============================
+uniform           no, yes      1, 1/2     K_ocs, 2 K_ocs    no
+dual-link         no, yes      2, 1       K_ocs/2, K_ocs    yes
+cross             no, yes      1, 1       K_ocs, K_ocs      yes
+slim-dual-link    yes only     2          K_ocs/2           yes, in units of 2 links
+================  ===========  =========  ================  ===============================
 
 Examples
 --------
@@ -54,6 +85,9 @@ Examples
 ([0, 1, 2, 3], [1, 0, 3, 2])
 >>> max_pods("cross", 512), max_pods("dual-link", 512), max_pods("dual-link", 512, True)
 (512, 256, 512)
+>>> s = build_wiring(spec, "slim", circulators=True)  # port k -> OCS k // 4, half 4p + k % 4
+>>> s.tx_ocs[0, 1].tolist(), s.tx_ocs_port[0, 1].tolist(), s.granularity
+([0, 0, 0, 0], [4, 5, 6, 7], 2)
 """
 
 from __future__ import annotations
@@ -73,7 +107,9 @@ from lumoscore.fileio import atomic_write_text, read_text
 from lumoscore.topology.cluster import ClusterSpec
 
 __all__ = [
+    "CIRCULATORS_ONLY",
     "FULLY_COMPATIBLE",
+    "GRANULARITY",
     "RECORD_COLUMNS",
     "WIRING_KINDS",
     "Wiring",
@@ -83,16 +119,32 @@ __all__ = [
     "ocs_per_group",
     "psi",
     "read_wiring_map",
+    "require_circulators",
     "wiring_kind",
 ]
 
 IntArray = NDArray[np.int64]
 
-WIRING_KINDS: tuple[str, ...] = ("uniform", "dual-link", "cross")
+WIRING_KINDS: tuple[str, ...] = ("uniform", "dual-link", "cross", "slim-dual-link")
 """Canonical wiring names."""
 
-FULLY_COMPATIBLE: dict[str, bool] = {"uniform": False, "dual-link": True, "cross": True}
-"""Whether every symmetric logical topology within fan-out is realizable (Cross-Wiring Table 3)."""
+GRANULARITY: dict[str, int] = {"uniform": 1, "dual-link": 1, "cross": 1, "slim-dual-link": 2}
+"""Links a pod pair gains or loses at once: ``slim-dual-link`` couples a transceiver's two
+lanes to one remote transceiver, so its pod-pair link counts are even (Cross-Wiring App. C)."""
+
+FULLY_COMPATIBLE: dict[str, bool] = {
+    "uniform": False,
+    "dual-link": True,
+    "cross": True,
+    "slim-dual-link": True,
+}
+"""Whether every symmetric logical topology within fan-out whose pod-pair counts are multiples
+of :data:`GRANULARITY` is realizable (Cross-Wiring Table 3; for ``slim-dual-link``: every
+topology with even counts -- an odd count is realized one link short)."""
+
+CIRCULATORS_ONLY: frozenset[str] = frozenset({"slim-dual-link"})
+"""Wirings that exist only with circulators (Cross-Wiring App. C: the N and S half of one OCS
+port carry one transceiver's two lanes)."""
 
 RECORD_COLUMNS: tuple[str, ...] = (
     "group",
@@ -113,6 +165,12 @@ _ALIASES = {
     "dual": "dual-link",
     "cross": "cross",
     "interleaved": "cross",
+    "slim-dual-link": "slim-dual-link",
+    "slim_dual_link": "slim-dual-link",
+    "slimduallink": "slim-dual-link",
+    "slim-dual": "slim-dual-link",
+    "slim_dual": "slim-dual-link",
+    "slim": "slim-dual-link",
 }
 
 # OCS ports per pod per OCS, (kind, circulators) -> psi
@@ -123,24 +181,47 @@ _PSI: dict[tuple[str, bool], Fraction] = {
     ("dual-link", True): Fraction(1),
     ("cross", False): Fraction(1),
     ("cross", True): Fraction(1),
+    ("slim-dual-link", True): Fraction(2),
 }
 
 
 def wiring_kind(name: str) -> str:
-    """Canonical wiring name of ``name`` (``interleaved`` is an alias of ``cross``).
+    """Canonical wiring name of ``name`` (aliases: ``interleaved`` = ``cross``, ``slim`` =
+    ``slim-dual-link``; ``_`` for ``-``).
 
     Examples
     --------
-    >>> wiring_kind("Interleaved"), wiring_kind("dual_link")
-    ('cross', 'dual-link')
+    >>> wiring_kind("Interleaved"), wiring_kind("dual_link"), wiring_kind("slim")
+    ('cross', 'dual-link', 'slim-dual-link')
     """
     key = str(name).strip().lower()
     if key not in _ALIASES:
         raise ConfigError(
             f"wiring: unknown kind {name!r}; allowed: {', '.join(WIRING_KINDS)} "
-            f"(alias: interleaved = cross)"
+            f"(aliases: interleaved = cross, slim = slim-dual-link)"
         )
     return _ALIASES[key]
+
+
+def require_circulators(kind: str, circulators: bool) -> None:
+    """Raise a one-line :class:`ConfigError` if wiring ``kind`` needs circulators and has none.
+
+    Examples
+    --------
+    >>> require_circulators("cross", False)
+    >>> require_circulators("slim", False)
+    Traceback (most recent call last):
+    ...
+    lumoscore.errors.ConfigError: circulators: slim-dual-link wiring must be deployed with circulators (a transceiver's two lanes share the N and S half of one OCS port); allowed: circulators = true (--circulators), or without circulators one of uniform, dual-link, cross
+    """  # noqa: E501
+    kind = wiring_kind(kind)
+    if kind in CIRCULATORS_ONLY and not circulators:
+        others = ", ".join(k for k in WIRING_KINDS if k not in CIRCULATORS_ONLY)
+        raise ConfigError(
+            f"circulators: {kind} wiring must be deployed with circulators (a transceiver's "
+            f"two lanes share the N and S half of one OCS port); allowed: circulators = true "
+            f"(--circulators), or without circulators one of {others}"
+        )
 
 
 def psi(kind: str, circulators: bool = False) -> Fraction:
@@ -148,9 +229,10 @@ def psi(kind: str, circulators: bool = False) -> Fraction:
 
     Examples
     --------
-    >>> psi("dual-link"), psi("uniform", circulators=True)
-    (Fraction(2, 1), Fraction(1, 2))
+    >>> psi("dual-link"), psi("uniform", circulators=True), psi("slim", circulators=True)
+    (Fraction(2, 1), Fraction(1, 2), Fraction(2, 1))
     """
+    require_circulators(kind, circulators)
     return _PSI[(wiring_kind(kind), bool(circulators))]
 
 
@@ -163,6 +245,8 @@ def max_pods(kind: str, ocs_ports: int, circulators: bool = False) -> int:
     [320, 160, 320]
     >>> [max_pods(k, 320, circulators=True) for k in ("uniform", "dual-link", "cross")]
     [640, 320, 320]
+    >>> max_pods("slim-dual-link", 320, circulators=True)
+    160
     """
     if int(ocs_ports) < 1:
         raise ConfigError(f"ocs_ports must be >= 1, got {ocs_ports}")
@@ -194,14 +278,20 @@ def max_gpus(
 
 def ocs_per_group(kind: str, k_spine: int, circulators: bool = False) -> int:
     """OCSes in one group under the wiring: ``k_spine``, or ``k_spine / 2`` when ``psi``
-    counts two spine ports per pod per OCS (``dual-link``; ``cross`` with circulators).
+    counts two spine ports per pod per OCS (``dual-link``; ``cross`` with circulators), or
+    ``k_spine / 4`` for ``slim-dual-link`` (two transceivers = four ports per pod per OCS).
 
     Examples
     --------
     >>> ocs_per_group("cross", 16), ocs_per_group("dual-link", 16), ocs_per_group("cross", 16, True)
     (16, 8, 8)
+    >>> ocs_per_group("slim-dual-link", 16, True)
+    4
     """
     kind = wiring_kind(kind)
+    require_circulators(kind, circulators)
+    if kind == "slim-dual-link":
+        return int(k_spine) // 4
     if kind == "uniform":
         return int(k_spine)
     if kind == "cross" and not circulators:
@@ -220,6 +310,10 @@ def _group_map(
         ocs = np.broadcast_to(port, shape)
         q = np.broadcast_to(p, shape)  # OCS port p, or half-port p with circulators
         return ocs, q, ocs, q
+    if kind == "slim-dual-link":  # transceiver t = (2t, 2t+1) on OCS t // 2, OCS port 2p + t % 2
+        ocs = np.broadcast_to(port // 4, shape)
+        half = 4 * p + port % 4  # = 2 (2p + t % 2) + lane: lane 0 on N, lane 1 on S
+        return ocs, half, ocs, half
     if kind == "dual-link" and not circulators:
         ocs = np.broadcast_to(port // 2, shape)
         q = 2 * p + port % 2
@@ -242,7 +336,7 @@ class Wiring:
     Attributes
     ----------
     kind : str
-        ``"uniform"``, ``"dual-link"`` or ``"cross"``.
+        ``"uniform"``, ``"dual-link"``, ``"cross"`` or ``"slim-dual-link"``.
     circulators : bool
         Whether every spine port's Tx and Rx share one fibre through a circulator.
     spec : ClusterSpec
@@ -323,8 +417,21 @@ class Wiring:
 
     @property
     def fully_compatible(self) -> bool:
-        """Every symmetric logical topology within fan-out is realizable."""
+        """Every symmetric logical topology within fan-out is realizable (at
+        :attr:`granularity`: pod-pair counts that are multiples of it)."""
         return FULLY_COMPATIBLE[self.kind]
+
+    @property
+    def granularity(self) -> int:
+        """Links a pod pair gets at once (:data:`GRANULARITY`): 2 for ``slim-dual-link``."""
+        return GRANULARITY[self.kind]
+
+    @property
+    def coupled(self) -> bool:
+        """Ports ``2t`` and ``2t + 1`` form one transceiver whose two lanes must link to the two
+        lanes of one transceiver of the same other pod (``slim-dual-link``): a circuit
+        ``Tx (i, k) -> Rx (j, k')`` needs its twin ``Tx (i, k ^ 1) -> Rx (j, k' ^ 1)``."""
+        return self.granularity > 1
 
     # ---- N/S sides --------------------------------------------------------------------------
     def tx_side(self) -> IntArray:
@@ -368,6 +475,7 @@ class Wiring:
             "max_pods": self.max_pods,
             "max_gpus": self.max_gpus,
             "fully_compatible": self.fully_compatible,
+            "link_granularity": self.granularity,
         }
 
     def to_array(self) -> IntArray:
@@ -449,6 +557,12 @@ class Wiring:
 
 
 def _validate(spec: ClusterSpec, kind: str, circulators: bool) -> None:
+    require_circulators(kind, circulators)
+    if kind == "slim-dual-link" and spec.k_spine % 4:
+        raise ConfigError(
+            f"k_spine: slim-dual-link wiring puts two transceivers (ports 4s .. 4s+3) of every "
+            f"pod on OCS s, so k_spine must be a multiple of 4, got {spec.k_spine}"
+        )
     if kind in ("cross", "dual-link") and spec.k_spine % 2:
         raise ConfigError(
             f"k_spine: {kind} wiring pairs OCS-facing ports 2k and 2k+1, so k_spine must be "
@@ -473,14 +587,16 @@ def build_wiring(spec: ClusterSpec, kind: str = "cross", circulators: bool = Fal
     spec : ClusterSpec
         The cluster (pods, ``k_spine`` OCS-facing ports per spine, ``ocs_ports`` per OCS).
     kind : str
-        ``"uniform"``, ``"dual-link"`` or ``"cross"`` (alias ``"interleaved"``).
+        ``"uniform"``, ``"dual-link"``, ``"cross"`` (alias ``"interleaved"``) or
+        ``"slim-dual-link"`` (alias ``"slim"``; needs ``circulators``).
     circulators : bool
         Tx and Rx of each spine port share one fibre (one half-port).
 
     Raises
     ------
     ConfigError
-        Unknown ``kind``, odd ``k_spine`` for a paired wiring, or more pods than
+        Unknown ``kind``, ``slim-dual-link`` without circulators, odd ``k_spine`` for a
+        paired wiring (not a multiple of 4 for ``slim-dual-link``), or more pods than
         :func:`max_pods` allows.
 
     Examples
