@@ -9,6 +9,10 @@ whose single spine has ``k_spine = 256`` OCS-facing ports (``k_leaf = 8, tau = 8
 degree-preserving double-edge swaps (:func:`lumoscore.toe.random_demand`). Each strategy
 reconfigures from its own previous configuration.
 
+The computation (cluster spec, successive topologies, the six strategies, LTCR / MRAR /
+solve time) is :mod:`lumoscore.experiments.cross_wiring`, which also gives the task presets
+``cw-fig5``, ``cw-fig6``, ``cw-fig7`` (a reduced run of this benchmark) and ``cw-fig3c``.
+
 Strategies: ILW (Cross Wiring) with ``mdmcf``, ``mcf``, ``ilp``; Uniform Wiring with ``ilp``,
 ``bvn`` (Uniform-Heuristic) and ``helios``. CP-SAT runs only on the first topologies of the
 smaller scales (``--ilp-topologies``, ``--ilp-max-gpus``) under ``--ilp-time-limit``.
@@ -30,156 +34,34 @@ import resource
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from lumoscore.toe import configure, evaluate, random_demand
-from lumoscore.topology import ClusterSpec, build_wiring
-
-POD_PORTS = 256
-SCALES_GPUS = (2048, 4096, 8192, 16384, 32768)
-STRATEGIES = (
-    ("ILW-MDMCF", "cross", "mdmcf"),
-    ("ILW-MCF", "cross", "mcf"),
-    ("ILW-ILP", "cross", "ilp"),
-    ("Uniform-ILP", "uniform", "ilp"),
-    ("Uniform-Heuristic", "uniform", "bvn"),
-    ("Helios", "uniform", "helios"),
+from lumoscore.experiments.cross_wiring import (
+    POD_PORTS,
+    SCALES_GPUS,
+    micro_benchmark,
+    plot_ltcr,
+    plot_mrar,
+    plot_solve_time,
 )
-
-
-def spec_for(gpus: int) -> ClusterSpec:
-    """The §6.3 cluster of ``gpus`` GPUs: pods of 256 GPUs and 256 OCS-facing ports, H = 1."""
-    return ClusterSpec(
-        pods=gpus // POD_PORTS,
-        k_leaf=8,
-        k_spine=POD_PORTS,
-        tau=8,
-        gpus_per_server=8,
-        ocs_ports=POD_PORTS,
-    )
 
 
 def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
 
 
-def run_scale(gpus: int, args: argparse.Namespace, rng: np.random.Generator) -> dict:
-    spec = spec_for(gpus)
-    P = spec.pods
-    demands = [random_demand(P, POD_PORTS, rng)]
-    for _ in range(args.topologies - 1):
-        demands.append(random_demand(P, POD_PORTS, rng, previous=demands[-1], change=0.1))
-    wirings = {k: build_wiring(spec, k) for k in ("cross", "uniform")}
-    out: dict[str, dict] = {}
-    gaps: list[float] = []  # MRAR(ilp) - MRAR(mdmcf), both from the ILP's previous state
-    for name, kind, solver in STRATEGIES:
-        is_ilp = solver == "ilp"
-        n = len(demands)
-        if is_ilp:
-            if gpus > args.ilp_max_gpus:
-                out[name] = {"skipped": f"CP-SAT not run above {args.ilp_max_gpus} GPUs"}
-                continue
-            n = min(n, args.ilp_topologies + 1)
-        w = wirings[kind]
-        cur = None
-        times, ltcrs, mrars, statuses = [], [], [], []
-        for t in range(n):
-            res = configure(
-                demands[t],
-                w,
-                current=cur,
-                solver=solver,
-                time_limit_s=args.ilp_time_limit,
-            )
-            m = evaluate(res.circuits, demands[t], current=cur)
-            if is_ilp and kind == "cross" and t > 0 and res.status == "optimal":
-                md = configure(demands[t], w, current=cur, solver="mdmcf")
-                gaps.append(m.mrar - evaluate(md.circuits, demands[t], current=cur).mrar)
-            ltcrs.append(m.ltcr)
-            statuses.append(res.status)
-            if t > 0:  # the first topology is configured from scratch
-                times.append(res.solve_time_s)
-                mrars.append(m.mrar)
-            cur = res.circuits
-        out[name] = {
-            "topologies": n,
-            "ltcr_mean": float(np.mean(ltcrs)),
-            "ltcr_min": float(np.min(ltcrs)),
-            "mrar_mean": float(np.mean(mrars)) if mrars else None,
-            "mrar": mrars,
-            "time_median_s": float(np.median(times)) if times else None,
-            "time_max_s": float(np.max(times)) if times else None,
-            "statuses": sorted(set(statuses)),
-            "optimal": [s == "optimal" for s in statuses[1:]],
-        }
-        print(
-            f"  {name:18s} n={n:3d}  LTCR mean {np.mean(ltcrs):.4f} min {np.min(ltcrs):.4f}  "
-            + (f"MRAR {np.mean(mrars):.4f}  " if kind == "cross" and mrars else "")
-            + (f"time median {np.median(times):.3f} s max {np.max(times):.3f} s  " if times else "")
-            + f"status {','.join(sorted(set(statuses)))}",
-            flush=True,
-        )
-    out["mrar_gap_vs_ilp"] = {"values": gaps, "max": max(gaps) if gaps else None}
-    if gaps:
-        print(
-            f"  MRAR(ilp) - MRAR(mdmcf) from the same state: max {max(gaps):.4f} "
-            f"mean {np.mean(gaps):.4f} over {len(gaps)} optimal ILP solves"
-        )
-    return out
-
-
 def plot(results: dict, path: Path) -> None:
-    import matplotlib
+    """The three panels (Figs. 5, 6, 7) of :mod:`lumoscore.experiments.cross_wiring`."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from lumoscore.figures import save_figure
 
-    scales = sorted(int(k) for k in results)
-    names = [s[0] for s in STRATEGIES]
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
-    width = 0.8 / len(names)
-    for k, name in enumerate(names):
-        xs, ys, lo = [], [], []
-        for i, g in enumerate(scales):
-            r = results[str(g)].get(name, {})
-            if "ltcr_mean" in r:
-                xs.append(i + k * width)
-                ys.append(r["ltcr_mean"])
-                lo.append(r["ltcr_mean"] - r["ltcr_min"])
-        axes[0].bar(xs, ys, width, yerr=[lo, [0] * len(lo)], label=name)
-        pts = [
-            (g, results[str(g)][name]["time_median_s"], results[str(g)][name]["time_max_s"])
-            for g in scales
-            if results[str(g)].get(name, {}).get("time_median_s") is not None
-        ]
-        if pts:
-            g_, med, mx = zip(*pts, strict=True)
-            axes[1].errorbar(
-                g_, med, yerr=[[0] * len(med), np.subtract(mx, med)], marker="o", label=name
-            )
-        if name.startswith("ILW"):
-            mr = [
-                (g, results[str(g)][name]["mrar_mean"])
-                for g in scales
-                if results[str(g)].get(name, {}).get("mrar_mean") is not None
-            ]
-            if mr:
-                axes[2].plot(*zip(*mr, strict=True), marker="o", label=name)
-    axes[0].set_xticks(np.arange(len(scales)) + 0.4, [f"{g // 1024}k" for g in scales])
-    axes[0].set_ylim(0.5, 1.02)
-    axes[0].set_title("Fig. 5: LTCR (mean, bar to min)")
-    axes[1].set_xscale("log", base=2)
-    axes[1].set_yscale("log")
-    axes[1].set_title("Fig. 6: solve time (median, bar to max), s")
-    axes[1].set_xlabel("GPUs")
-    axes[2].set_xscale("log", base=2)
-    axes[2].set_title("Fig. 7: MRAR (mean)")
-    axes[2].set_xlabel("GPUs")
+    fig = Figure(figsize=(16, 4.5), layout="constrained")
+    axes = fig.subplots(1, 3)
+    plot_ltcr(axes[0], results)
+    plot_solve_time(axes[1], results)
+    plot_mrar(axes[2], results)
     for ax, loc in zip(axes, ("lower left", "upper left", "lower left"), strict=True):
         ax.legend(fontsize=7, loc=loc)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,16 +92,16 @@ def main(argv: list[str] | None = None) -> int:
             f"CP-SAT on {args.ilp_topologies} topologies up to {args.ilp_max_gpus} GPUs); "
             f"the full §6.3 run is: python benchmarks/toe.py"
         )
-    rng = np.random.default_rng(args.seed)
-    results: dict[str, dict] = {}
-    for gpus in args.scales:
-        spec = spec_for(gpus)
-        print(
-            f"{gpus} GPUs: {spec.pods} pods x {POD_PORTS} OCS-facing ports, "
-            f"{spec.ocs_groups} group of {spec.ocs_per_group} OCSes",
-            flush=True,
-        )
-        results[str(gpus)] = run_scale(gpus, args, rng)
+    results = micro_benchmark(
+        args.scales,
+        topologies=args.topologies,
+        ilp_reconfigurations=args.ilp_topologies,
+        ilp_max_gpus=args.ilp_max_gpus,
+        ilp_time_limit_s=args.ilp_time_limit,
+        pod_ports=POD_PORTS,
+        seed=args.seed,
+        log=lambda line: print(line, flush=True),
+    )
     plot(results, args.plot)
     print(f"wrote {args.plot}")
 

@@ -52,6 +52,12 @@ EXPECTED = {
     "fig25",
     "table6",
     "sec6.6",
+    "cw-fig5",
+    "cw-fig6",
+    "cw-fig7",
+    "cw-fig3c",
+    "cw-fig9a",
+    "cw-fig9b",
 }
 
 
@@ -66,6 +72,12 @@ def test_registry_holds_every_paper_item() -> None:
         "fig7",
         "table6",
         "sec6.6",
+        "cw-fig5",
+        "cw-fig6",
+        "cw-fig7",
+        "cw-fig3c",
+        "cw-fig9a",
+        "cw-fig9b",
         "vclos-fig2",
         "vclos-fig13",
         "vclos-table4",

@@ -26,14 +26,19 @@ def te(
         typer.Argument(help="Traffic: .npy (P, P) or (T, P, P), or .csv with one P x P matrix."),
     ],
     wiring: Annotated[
-        str, typer.Option("--wiring", help="Physical wiring: cross, uniform, dual-link.")
+        str,
+        typer.Option(
+            "--wiring",
+            help="Physical wiring: cross, uniform, dual-link, slim-dual-link (with circulators).",
+        ),
     ] = "cross",
     logical: Annotated[
         str,
         typer.Option(
             "--logical",
             help="Logical topology: full-mesh (one circuit per pod pair and OCS group) or "
-            "traffic-aware (circuits in proportion to the traffic's mean).",
+            "traffic-aware (COUDER-style: topology and routing optimized together over the "
+            "snapshots, at most 12 of the busiest).",
         ),
     ] = "full-mesh",
     plot: Annotated[
@@ -44,7 +49,7 @@ def te(
     """Realize a logical topology on the wiring, then route every traffic snapshot over its
     direct and two-hop paths to minimize the MLU (LP, HiGHS); print the MLU per snapshot,
     its mean and maximum, the LTCR of the realization and the solve times."""
-    from lumoscore.te import demand_topology, full_mesh, min_mlu, read_traffic, realize
+    from lumoscore.te import full_mesh, min_mlu_series, read_traffic, realize, robust_topology
     from lumoscore.topology import load_cluster
 
     if logical not in LOGICAL_MODES:
@@ -65,14 +70,15 @@ def te(
             )
         C = full_mesh(spec.pods, H)
     else:
-        C = demand_topology(snaps, H, spec.k_spine)
+        C = robust_topology(snaps, H, spec.k_spine, port_gbps=spec.port_gbps).circuits
     real = realize(spec, C, wiring)
     cap = real.circuits * spec.port_gbps
     mlu, solve = [], []
-    for d in snaps:
-        t0 = time.perf_counter()
-        mlu.append(min_mlu(cap, d).mlu)
+    t0 = time.perf_counter()
+    for res in min_mlu_series(cap, snaps):
+        mlu.append(res.mlu)
         solve.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
     doc = {
         "mlu": mlu,
         "mean_mlu": float(np.mean(mlu)),

@@ -14,7 +14,8 @@ lists them) to a :class:`PaperPreset` of one of two kinds:
   CSV, Markdown, PNG and SVG files (each atomically) into an output folder:
   :func:`run_fig7` (maximum cluster size, Fig. 7), :func:`run_table6` (rewired OCS links per
   reconfiguration, Table 6) and :func:`run_sec66` (OCS configuration solve time against
-  scale, §6.6).
+  scale, §6.6); the Cross Wiring paper's micro benchmark (``cw-fig5``/``cw-fig6``/
+  ``cw-fig7``, ``cw-fig3c``) is in :mod:`lumoscore.experiments.cross_wiring`.
 
 Examples
 --------
@@ -47,6 +48,13 @@ from lumoscore.experiments.config import (
     expand,
     format_validation_error,
 )
+from lumoscore.experiments.cross_wiring import (
+    run_cw_fig3c,
+    run_cw_fig5,
+    run_cw_fig6,
+    run_cw_fig7,
+)
+from lumoscore.experiments.dcn_te import run_cw_fig9a, run_cw_fig9b
 from lumoscore.experiments.robustness import run_link_failure_sweep, run_reconfig_interval
 from lumoscore.experiments.testbed import run_testbed_dynamic, run_testbed_static
 from lumoscore.experiments.topology_snapshots import run_fig10
@@ -896,6 +904,95 @@ def run_sec66(
     return TaskOutput(tuple(files), tuple(rows))
 
 
+#: Tiny options of the Cross Wiring Figs. 5-7 presets: 4 and 8 pods of 16 ports.
+_CW_MICRO_TINY: dict[str, Any] = {
+    "scales_gpus": [64, 128],
+    "pod_ports": 16,
+    "topologies": 4,
+    "ilp_reconfigurations": 2,
+    "ilp_max_gpus": 128,
+    "ilp_time_limit_s": 5.0,
+}
+_CW_MICRO_TEXT = (
+    "Cross Wiring §6.3: successive heavy-load logical topologies (10 % of the links moved per "
+    "step), pods of 256 OCS-facing ports, 2k-32k GPUs; ILW-MDMCF, ILW-MCF, ILW-ILP, "
+    "Uniform-ILP, Uniform-Heuristic (BvN) and Helios, each from its own previous "
+    "configuration. Default: 20 topologies per size, the two CP-SAT ILPs on the first 3 "
+    "reconfigurations at 2k GPUs only (20 s limit per call, a hit limit is marked), seed 0; "
+    "about 3 min for the first of cw-fig5/6/7, which share one cached computation "
+    "(cw-micro-<key>.json in --out: the others then take seconds). `--gpus` sets the sizes. "
+    "The paper's scale is 100 topologies per size with the ILPs on every one: "
+    "run_cw_fig5(out, topologies=100, ilp_reconfigurations=99, ilp_max_gpus=16384) from "
+    "Python (hours; CP-SAT finds no solution above 2k GPUs within a minute); "
+    "python benchmarks/toe.py runs 100 topologies with the ILPs on 10 (~45 min)."
+)
+
+
+def _cross_wiring_presets() -> list[PaperPreset]:
+    """The Cross Wiring micro-benchmark presets (:mod:`lumoscore.experiments.cross_wiring`)."""
+    return [
+        PaperPreset(
+            name="cw-fig5",
+            title="Cross Wiring: LTCR of six ToE strategies against cluster size",
+            paper="Cross Wiring Fig. 5 (§6.3)",
+            description=(
+                f"{_CW_MICRO_TEXT} Writes the LTCR per size and strategy (mean, min, max) "
+                "beside the paper's (ILW always 1, Uniform as low as 0.903 even with the ILP)."
+            ),
+            kind="task",
+            task=run_cw_fig5,
+            tiny=_CW_MICRO_TINY,
+            full_command="lumos run --preset cw-fig5",
+        ),
+        PaperPreset(
+            name="cw-fig6",
+            title="Cross Wiring: ToE solve time of six strategies against cluster size",
+            paper="Cross Wiring Fig. 6 (§6.3)",
+            description=(
+                f"{_CW_MICRO_TEXT} Writes the wall-clock seconds per reconfiguration (median, "
+                "mean, max), the ratio to ILW-MDMCF beside the paper's (ILW-ILP up to 27.96x; "
+                "Uniform-ILP too slow to measure at 32k). Timings are noisy on a shared machine."
+            ),
+            kind="task",
+            task=run_cw_fig6,
+            tiny=_CW_MICRO_TINY,
+            full_command="lumos run --preset cw-fig6",
+        ),
+        PaperPreset(
+            name="cw-fig7",
+            title="Cross Wiring: MRAR of the ILW strategies against cluster size",
+            paper="Cross Wiring Fig. 7 (§6.3)",
+            description=(
+                f"{_CW_MICRO_TEXT} Writes the MRAR of ILW-MDMCF, ILW-MCF and ILW-ILP and the "
+                "gap MRAR(ILP) - MRAR(MDMCF) from the same state (the paper: MDMCF close to "
+                "the ILP, better than MCF)."
+            ),
+            kind="task",
+            task=run_cw_fig7,
+            tiny=_CW_MICRO_TINY,
+            full_command="lumos run --preset cw-fig7",
+        ),
+        PaperPreset(
+            name="cw-fig3c",
+            title="Cross Wiring: Uniform-Wiring ILP solve time against cluster size",
+            paper="Cross Wiring Fig. 3(c) (§2.3)",
+            description=(
+                "Uniform Wiring, pods of 256 OCS-facing ports, heavy load, 1k-8k GPUs: the "
+                "CP-SAT ToE ILP (most links, then least rewiring) on the first topology from "
+                "scratch and one reconfiguration (10 % of the links moved) per size, 30 s "
+                "limit per solve; marks solves that hit the limit (best solution kept) or "
+                "found no solution (gave up, Helios answered). Seed 0. About 3 min. The paper "
+                "(Gurobi, no limit): up to 5621.18 s at 8k; a larger limit needs "
+                "run_cw_fig3c(out, time_limit_s=...) from Python."
+            ),
+            kind="task",
+            task=run_cw_fig3c,
+            tiny={"scales_gpus": [64, 128], "pod_ports": 16, "time_limit_s": 5.0},
+            full_command="lumos run --preset cw-fig3c",
+        ),
+    ]
+
+
 def _task_presets() -> list[PaperPreset]:
     return [
         PaperPreset(
@@ -948,6 +1045,7 @@ def _task_presets() -> list[PaperPreset]:
             tiny={"scales_gpus": [512], "reconfigurations": 1, "ilp_time_limit_s": 5.0},
             full_command="lumos run --preset sec6.6",
         ),
+        *_cross_wiring_presets(),
         PaperPreset(
             name="fig6c",
             title="Throughput of one job under leaf-spine link failures, LumosCore vs leaf-spine",
@@ -1121,6 +1219,37 @@ def _task_presets() -> list[PaperPreset]:
             tiny={"jobs": 40, "seeds": (1,)},
             full_command="lumos run --preset vclos-table7",
         ),
+        PaperPreset(
+            name="cw-fig9a",
+            title="TE on a full mesh realized by Uniform vs Cross Wiring: normalized MLU",
+            paper="Cross Wiring Fig. 9(a)",
+            description=(
+                "9 pods (8 OCS groups, 8 OCS ports a spine: Uniform-ILP's LTCR on the full "
+                "mesh is the paper's 0.889), 96 Facebook-like Hadoop snapshots at 30 % load, "
+                "min-MLU LP over direct and two-hop paths on the realized circuits: MLU on "
+                "Uniform over MLU on Cross per snapshot, mean and max beside the paper's "
+                "8.56 % / 12.36 %. About 30 s."
+            ),
+            kind="task",
+            task=run_cw_fig9a,
+            tiny={"snapshots": 4},
+            full_command="lumos run --preset cw-fig9a",
+        ),
+        PaperPreset(
+            name="cw-fig9b",
+            title="TE on traffic-aware (COUDER-style) topologies, Uniform vs Cross Wiring",
+            paper="Cross Wiring Fig. 9(b)",
+            description=(
+                "As cw-fig9a, but every window of 12 snapshots uses the logical topology a "
+                "COUDER-style LP (topology and routing together) designs from the window "
+                "before; MLU on Uniform over MLU on Cross, beside the paper's up to 14.9 %. "
+                "About 5 min (the Uniform ILP dominates)."
+            ),
+            kind="task",
+            task=run_cw_fig9b,
+            tiny={"snapshots": 4, "window": 4},
+            full_command="lumos run --preset cw-fig9b",
+        ),
     ]
 
 
@@ -1161,7 +1290,7 @@ def run_task(
     quick: bool = False,
 ) -> TaskOutput:
     """Run a task preset into ``out_dir``; ``gpus`` replaces its scales (``table6``,
-    ``sec6.6``), ``quick`` uses its tiny options. Also writes ``preset.json``.
+    ``sec6.6``, ``cw-fig5``, ...), ``quick`` uses its tiny options. Also writes ``preset.json``.
 
     Examples
     --------

@@ -17,25 +17,26 @@ Examples
 1.0
 """
 
-from lumoscore.te.lp import TEResult, min_mlu, min_mlu_edge_flows
-from lumoscore.te.matrices import (
-    check_traffic,
-    demand_topology,
-    full_mesh,
-    gravity_traffic,
-    read_traffic,
-)
+from lumoscore.te.design import RobustDesign, demand_topology, full_mesh, robust_topology
+from lumoscore.te.generators import FACEBOOK_KINDS, facebook_traffic, gravity_traffic
+from lumoscore.te.lp import TEResult, min_mlu, min_mlu_edge_flows, min_mlu_series
+from lumoscore.te.matrices import check_traffic, read_traffic
 from lumoscore.te.realize import Realization, realize
 
 __all__ = [
+    "FACEBOOK_KINDS",
     "Realization",
+    "RobustDesign",
     "TEResult",
     "check_traffic",
     "demand_topology",
+    "facebook_traffic",
     "full_mesh",
     "gravity_traffic",
     "min_mlu",
     "min_mlu_edge_flows",
+    "min_mlu_series",
     "read_traffic",
     "realize",
+    "robust_topology",
 ]

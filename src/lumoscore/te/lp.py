@@ -7,66 +7,96 @@ Wiring §8.1's TE on an OCS-realized topology). :func:`min_mlu` solves
     min U  s.t.  sum_p x_p = D[s, t] for every commodity,
                  sum_{p through e} x_p <= U cap[e] for every link e,  x >= 0,
 
-over path variables. :func:`min_mlu_edge_flows` solves the same problem over per-commodity
-link flows with conservation at the intermediate pods, an independent formulation used to
-check the first (the tests compare them to 1e-6).
+over path variables, with HiGHS through SciPy. There are ``P^3`` two-hop paths, so beyond
+:data:`FULL_LP_PATHS` of them (about 80 pods) the LP is solved by **column generation**,
+exactly: it starts
+from the direct paths (and, in :func:`min_mlu_series`, the paths the previous snapshot used),
+prices every two-hop path with the link duals (a vectorized min-plus product) and adds the
+paths of negative reduced cost until there are none, so the optimum is the full LP's. On
+dense, skewed matrices many links reach the MLU together and column generation needs dozens
+of rounds, so below that size the full LP is faster (64 pods: about 2 s a snapshot either
+way, on one core).
+:func:`min_mlu_edge_flows` solves the same problem over per-commodity link flows with
+conservation at the intermediate pods, an independent formulation used to check the first
+(the tests compare them to 1e-6).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.optimize import linprog
 
-from lumoscore.errors import InfeasibleError, SolverError
+from lumoscore.errors import ConfigError, InfeasibleError, SolverError
 from lumoscore.te.matrices import check_capacity, check_traffic
 
-__all__ = ["TEResult", "min_mlu", "min_mlu_edge_flows"]
+__all__ = [
+    "FULL_LP_PATHS",
+    "TEMethod",
+    "TEResult",
+    "min_mlu",
+    "min_mlu_edge_flows",
+    "min_mlu_series",
+]
 
 FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+#: How :func:`min_mlu` solves: every path at once, column generation, or by size.
+TEMethod = Literal["auto", "full", "columns"]
+#: ``method="auto"`` solves the full path LP up to this many two-hop paths.
+FULL_LP_PATHS = 500_000
+#: Relative tolerance on a path's reduced cost in column generation.
+_RC_TOL = 1e-9
+#: Paths added per commodity and round of column generation.
+_ADD_PER_ROUND = 3
+_METHODS = ("auto", "full", "columns")
 
 
 @dataclass(frozen=True)
 class TEResult:
-    """An optimal routing: its MLU, the load on every link, and the share of each
-    commodity's demand sent directly."""
+    """An optimal routing: its MLU, the load on every link, the share of the demand sent
+    directly, and the two-hop paths carrying flow (``(s, k, t)`` rows)."""
 
     mlu: float
     load: FloatArray
     direct_share: float
+    transit: IntArray
 
 
-def _commodities(cap: FloatArray, tm: FloatArray) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def _commodities(cap: FloatArray, tm: FloatArray) -> tuple[IntArray, IntArray]:
     s, t = np.nonzero(tm > 0)
-    for a, b in zip(s, t, strict=True):
-        if cap[a, b] <= 0 and not ((cap[a] > 0) & (cap[:, b] > 0)).any():
-            raise InfeasibleError(
-                f"pods {a} -> {b}: demand {tm[a, b]:g} but no direct or two-hop path"
-            )
+    up = cap > 0
+    reach = up[s, t] | (up[s] & up[:, t].T).any(axis=1)
+    if not reach.all():
+        q = int(np.flatnonzero(~reach)[0])
+        raise InfeasibleError(
+            f"pods {s[q]} -> {t[q]}: demand {tm[s[q], t[q]]:g} but no direct or two-hop path"
+        )
     return s, t
 
 
-def _inputs(
-    capacity: Any, traffic: Any
-) -> tuple[FloatArray, FloatArray, NDArray[np.int64], NDArray[np.int64]]:
+def _inputs(capacity: Any, traffic: Any) -> tuple[FloatArray, FloatArray, IntArray, IntArray]:
     """Checked capacity and traffic, and the commodities ``(s, t)``."""
     cap = check_capacity(capacity)
     tm = check_traffic(traffic, pods=cap.shape[0])
+    if tm.ndim != 2:
+        raise ConfigError(f"traffic matrix: one (P, P) snapshot expected, got {tm.shape}")
     s, t = _commodities(cap, tm)
     return cap, tm, s, t
 
 
 def _min_u(
-    cap: FloatArray, link: NDArray[np.int64], col: NDArray[np.int64], a_eq: Any, b_eq: Any
-) -> tuple[FloatArray, float, Any]:
+    cap: FloatArray, link: IntArray, col: IntArray, a_eq: Any, b_eq: Any
+) -> tuple[FloatArray, float, Any, Any]:
     """Solve ``min U`` over columns ``0..n-1`` (then ``U``) whose flow crosses the links
     ``link`` (flat ``i * P + j``, one entry per (link, column) pair in ``col``), each link's
     load at most ``U`` times its capacity, with the equalities ``a_eq x = b_eq``. Returns the
-    column values, ``U`` and the link x column incidence."""
+    column values, ``U``, the link x column incidence (with the links) and the HiGHS result."""
     n = a_eq.shape[1] - 1
     links = np.flatnonzero(cap.ravel() > 0)
     pos = np.full(cap.size, -1)
@@ -79,14 +109,119 @@ def _min_u(
                   bounds=(0, None), method="highs")  # fmt: skip
     if res.status != 0:
         raise SolverError(f"HiGHS: {res.message}")
-    return res.x[:n], float(res.x[-1]), (links, inc)
+    return res.x[:n], float(res.x[-1]), (links, inc), res
 
 
-def min_mlu(capacity: Any, traffic: Any) -> TEResult:
+def two_hop_paths(up: NDArray[np.bool_], s: IntArray, t: IntArray) -> tuple[IntArray, IntArray]:
+    """Every two-hop path of the commodities ``(s, t)`` over the links ``up``: rows
+    ``(commodity, k)`` with ``up[s, k]`` and ``up[k, t]``, ``k`` neither end.
+
+    Examples
+    --------
+    >>> up = ~np.eye(3, dtype=bool)
+    >>> [a.tolist() for a in two_hop_paths(up, np.array([0]), np.array([1]))]
+    [[0], [2]]
+    """
+    ok = up[s] & up[:, t].T
+    ok[np.arange(s.size), s] = False
+    ok[np.arange(s.size), t] = False
+    q, k = np.nonzero(ok)
+    return q.astype(np.int64), k.astype(np.int64)
+
+
+def _solve_paths(
+    cap: FloatArray, tm: FloatArray, s: IntArray, t: IntArray, q: IntArray, k: IntArray
+) -> tuple[FloatArray, float, Any, Any]:
+    """The path LP over the direct paths and the two-hop paths ``(q, k)``: column ``j <
+    n_direct`` is commodity ``direct[j]``'s direct path, then one column per ``(q, k)``."""
+    P = cap.shape[0]
+    direct = np.flatnonzero(cap[s, t] > 0)
+    nd, n2 = direct.size, q.size
+    two = nd + np.arange(n2)
+    link = np.concatenate([s[direct] * P + t[direct], s[q] * P + k, k * P + t[q]])
+    col = np.concatenate([np.arange(nd), two, two])
+    com = np.concatenate([direct, q])
+    a_eq = sp.csr_matrix((np.ones(nd + n2), (com, np.arange(nd + n2))), shape=(s.size, nd + n2 + 1))
+    x, u, li, res = _min_u(cap, link, col, a_eq, tm[s, t])
+    return x, u, li, (res, direct)
+
+
+def _price(cap: FloatArray, res: Any, links: IntArray, s: IntArray, t: IntArray) -> FloatArray:
+    """``(Q, P)`` reduced cost of every commodity's path through every pod (``inf`` where
+    there is none): the duals of its two links minus the commodity's."""
+    P = cap.shape[0]
+    w = np.full(P * P, np.inf)
+    w[links] = -res.ineqlin.marginals
+    W = w.reshape(P, P)
+    rc = W[s] + W[:, t].T - res.eqlin.marginals[:, None]
+    rc[np.arange(s.size), s] = np.inf
+    rc[np.arange(s.size), t] = np.inf
+    return rc
+
+
+def _columns(
+    cap: FloatArray, tm: FloatArray, s: IntArray, t: IntArray, start: IntArray | None
+) -> tuple[FloatArray, float, Any, Any, IntArray, IntArray]:
+    """Column generation (module docstring) from the two-hop paths ``start`` (``(s, k, t)``
+    rows) and, for a commodity without a direct link, its widest two-hop path."""
+    P = cap.shape[0]
+    up = cap > 0
+    index = np.full((P, P), -1)
+    index[s, t] = np.arange(s.size)
+    qs, ks = [], []
+    if start is not None and len(start):
+        st = np.asarray(start, dtype=np.int64).reshape(-1, 3)
+        q0 = index[st[:, 0], st[:, 2]]
+        keep = (q0 >= 0) & up[st[:, 0], st[:, 1]] & up[st[:, 1], st[:, 2]]
+        qs.append(q0[keep]), ks.append(st[keep, 1])
+    alone = np.flatnonzero(~up[s, t])
+    if alone.size:
+        qs.append(alone)
+        ks.append(np.argmax(np.minimum(cap[s[alone]], cap[:, t[alone]].T), axis=1))
+    q = np.concatenate(qs) if qs else np.zeros(0, np.int64)
+    k = np.concatenate(ks) if ks else np.zeros(0, np.int64)
+    have = np.zeros((s.size, P), bool)
+    have[q, k] = True
+    q, k = np.nonzero(have)
+    while True:
+        x, u, li, (res, direct) = _solve_paths(cap, tm, s, t, q, k)
+        rc = _price(cap, res, li[0], s, t)
+        new = (rc < -_RC_TOL * max(1.0, u)) & ~have
+        if not new.any():
+            return x, u, li, direct, q, k
+        # add each commodity's _ADD_PER_ROUND most negative paths (all of them at once
+        # makes every round a near-full LP)
+        rc[~new] = np.inf
+        best = np.argpartition(rc, min(_ADD_PER_ROUND, P - 1), axis=1)[:, :_ADD_PER_ROUND]
+        rows = np.repeat(np.arange(s.size), best.shape[1])
+        pick = best.ravel()
+        ok = np.isfinite(rc[rows, pick])
+        have[rows[ok], pick[ok]] = True
+        q, k = np.nonzero(have)
+
+
+def min_mlu(
+    capacity: Any, traffic: Any, *, method: TEMethod = "auto", start: Any = None
+) -> TEResult:
     """The minimum MLU of ``traffic`` (``(P, P)``) on links of ``capacity`` (``(P, P)``,
     same units per second as the traffic), over direct and two-hop paths.
 
-    Raises :class:`~lumoscore.errors.InfeasibleError` when a commodity has no path.
+    Parameters
+    ----------
+    capacity, traffic : array_like
+        ``(P, P)`` link capacities and demands, checked (:func:`check_traffic`).
+    method : {"auto", "full", "columns"}
+        ``full`` solves the LP over every path, ``columns`` by column generation (module
+        docstring; the same optimum), ``auto`` picks ``full`` up to :data:`FULL_LP_PATHS`
+        two-hop paths.
+    start : array_like, optional
+        ``(n, 3)`` two-hop paths ``(s, k, t)`` to start column generation from (a previous
+        snapshot's :attr:`TEResult.transit`).
+
+    Raises
+    ------
+    InfeasibleError
+        A commodity has no path.
 
     Examples
     --------
@@ -95,31 +230,48 @@ def min_mlu(capacity: Any, traffic: Any) -> TEResult:
     >>> min_mlu(cap, np.array([[0, 1.0], [3.0, 0]])).mlu
     1.5
     """
+    if method not in _METHODS:
+        raise ConfigError(f"method {method!r} unknown; allowed: {', '.join(_METHODS)}")
     cap, tm, s, t = _inputs(capacity, traffic)
     P = cap.shape[0]
     if not s.size:
-        return TEResult(0.0, np.zeros((P, P)), 1.0)
-    link, col = [], []  # (link, path) incidence
-    path_com, is_direct = [], []
-    j = 0
-    for q, (a, b) in enumerate(zip(s, t, strict=True)):
-        if cap[a, b] > 0:
-            link.append(a * P + b), col.append(j)
-            path_com.append(q), is_direct.append(True)
-            j += 1
-        for k in np.flatnonzero((cap[a] > 0) & (cap[:, b] > 0)):
-            if k in (a, b):
-                continue
-            link += [a * P + k, k * P + b]
-            col += [j, j]
-            path_com.append(q), is_direct.append(False)
-            j += 1
-    a_eq = sp.csr_matrix((np.ones(j), (np.asarray(path_com), np.arange(j))), shape=(s.size, j + 1))
-    x, mlu, (links, inc) = _min_u(cap, np.asarray(link), np.asarray(col), a_eq, tm[s, t])
+        return TEResult(0.0, np.zeros((P, P)), 1.0, np.zeros((0, 3), np.int64))
+    if method == "auto":
+        method = "full" if s.size * max(P - 2, 0) <= FULL_LP_PATHS else "columns"
+    if method == "full":
+        q, k = two_hop_paths(cap > 0, s, t)
+        x, mlu, (links, inc), (_, direct) = _solve_paths(cap, tm, s, t, q, k)
+    else:
+        x, mlu, (links, inc), direct, q, k = _columns(cap, tm, s, t, start)
     load = np.zeros(P * P)
     load[links] = inc @ x
-    direct = float(x[np.asarray(is_direct)].sum() / tm[s, t].sum())
-    return TEResult(mlu, load.reshape(P, P), direct)
+    nd = direct.size
+    used = x[nd:] > 1e-12 * max(1.0, float(tm.max()))
+    transit = np.stack([s[q[used]], k[used], t[q[used]]], axis=1).astype(np.int64)
+    share = float(x[:nd].sum() / tm[s, t].sum())
+    return TEResult(mlu, load.reshape(P, P), share, transit)
+
+
+def min_mlu_series(capacity: Any, traffic: Any, *, method: TEMethod = "auto") -> Iterator[TEResult]:
+    """:func:`min_mlu` of every snapshot of ``traffic`` (``(T, P, P)``) in turn, each column
+    generation starting from the two-hop paths the previous snapshot used (consecutive
+    snapshots of a real sequence route alike). Yields one result per snapshot.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cap = np.array([[0, 2.0], [2.0, 0]])
+    >>> [r.mlu for r in min_mlu_series(cap, [[[0, 1.0], [1.0, 0]], [[0, 4.0], [0, 0]]])]
+    [0.5, 2.0]
+    """
+    seq = check_traffic(traffic)
+    if seq.ndim == 2:
+        seq = seq[None]
+    start = None
+    for tm in seq:
+        res = min_mlu(capacity, tm, method=method, start=start)
+        start = res.transit
+        yield res
 
 
 def min_mlu_edge_flows(capacity: Any, traffic: Any) -> float:
