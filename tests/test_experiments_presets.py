@@ -58,6 +58,7 @@ EXPECTED = {
     "cw-fig3c",
     "cw-fig9a",
     "cw-fig9b",
+    "testbed-minrewiring",
 }
 
 
@@ -66,6 +67,7 @@ def test_registry_holds_every_paper_item() -> None:
     assert set(TASKS) == {
         "testbed-static",
         "testbed-dynamic",
+        "testbed-minrewiring",
         "fig6c",
         "fig10",
         "reconfig-interval",

@@ -33,3 +33,15 @@ def test_dynamic_scenario_trace_and_comparison(tmp_path) -> None:
     assert vs["cross_vs_uniform_mean"] <= 1e-9  # Cross never behind Uniform on average
     assert vs["cross_vs_uniform_best_job"] <= 1e-9
     assert vs["cross_vs_leaf_spine_max_gap"] == pytest.approx(vs["cross_vs_leaf_spine_max_gap"])
+
+
+def test_minrewiring_comparison(tmp_path) -> None:
+    out = tb.run_testbed_minrewiring(tmp_path, seeds=(3,), jobs=10)
+    vs = {r["comparison"]: r for r in out.rows}
+    static = vs["static: LumosCore throughput over MinRewiring, best model"]
+    assert static["paper"] == 0.395 and static["ours"] >= -1e-9  # never below MinRewiring
+    assert vs["dynamic: LumosCore mean JRT vs MinRewiring"]["ours"] <= 1e-9
+    for stem in ("static", "dynamic", "vs"):
+        assert (tmp_path / f"testbed-minrewiring-{stem}.csv").exists()
+    rows = (tmp_path / "testbed-minrewiring-static.csv").read_text()
+    assert "MinRewiring" in rows and "Helios" in rows and "LumosCore" in rows

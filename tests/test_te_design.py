@@ -83,12 +83,12 @@ def test_facebook_kinds_have_their_structure() -> None:
     web = facebook_traffic("web", 8, snapshots=20, seed=2).mean(axis=0)
     db = facebook_traffic("database", 9, snapshots=20, seed=2).mean(axis=0)
     hadoop = facebook_traffic("hadoop", 9, snapshots=20, seed=2).mean(axis=0)
-    share = lambda m, n: (
-        np.sort((m + m.T)[np.triu_indices(m.shape[0], 1)])[::-1][:n].sum()
-        / (  # noqa: E731
-            m.sum()
-        )
-    )
+
+    def share(m: np.ndarray, n: int) -> float:
+        """The share of the traffic on the ``n`` busiest pod pairs."""
+        pairs = np.sort((m + m.T)[np.triu_indices(m.shape[0], 1)])[::-1]
+        return float(pairs[:n].sum() / m.sum())
+
     # web: the 2 caches' 12 pairs with the 6 web pods carry most of the traffic
     assert share(web, 12) > 0.8
     # database: the 3 active pods' 3 pairs carry most; Hadoop is spread widely

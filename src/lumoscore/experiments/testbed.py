@@ -18,10 +18,12 @@ UDP-port hashing spreads them evenly), the leaf-spine by ``balanced`` ECMP.
   and throughput (the paper: Uniform's LTCR 0.667 causes 2-flow contention, Cross up to
   28.3 % more throughput).
 * :func:`run_testbed_dynamic` (both papers, "Dynamic Scenario"): the 48-hour trace of 50 jobs
-  (:func:`testbed_trace`): mean JRT and circuits rewired per architecture (the MinRewiring
-  comparison: LumosCore against Helios and Uniform+ILP), and Cross against Uniform (the papers:
-  -3.9 % mean, up to -22.1 % for one job; LumosCore Fig. 6(b) says -28.3 %) and against the
-  leaf-spine (within 1 %).
+  (:func:`testbed_trace`): mean JRT and circuits rewired per architecture, and Cross against
+  Uniform (the papers: -3.9 % mean, up to -22.1 % for one job; LumosCore Fig. 6(b) says
+  -28.3 %) and against the leaf-spine (within 1 %).
+* :func:`run_testbed_minrewiring` (LumosCore §5, A.9): both scenarios on LumosCore against
+  MinRewiring (Uniform Wiring with the ToE ILP) and Helios, in the LumosCore paper's terms
+  (+39.5 % throughput static; -3.9 % mean and up to -28.3 % JRT dynamic).
 
 Examples
 --------
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError
 
@@ -46,6 +49,7 @@ __all__ = [
     "TESTBED_PORT_GBPS",
     "TESTBED_SIZES",
     "run_testbed_dynamic",
+    "run_testbed_minrewiring",
     "run_testbed_static",
     "testbed_cases",
     "testbed_spec",
@@ -155,26 +159,22 @@ def testbed_trace(seed: int, *, jobs: int = 50, span_h: float = 48.0) -> list[An
     return out
 
 
-def run_testbed_static(out_dir: str | Path, *, exposure: str = "research") -> Any:
-    """Cross Wiring §7 "Static Scenario" (module docstring). Writes
-    ``testbed-static.csv``/``.md``: per model and architecture the job's JRT, contention
-    level, throughput relative to Cross, and the LTCR of its OCS configuration."""
-    from lumoscore.experiments.presets import TaskOutput, _write_table
+def _static_runs(exposure: str, names: Sequence[str]) -> list[dict[str, Any]]:
+    """The static scenario's runs (module docstring): one row per model and architecture of
+    ``names`` with the job's JRT, contention level and the LTCR of its OCS configuration."""
     from lumoscore.placement.admit import feasible_demand
     from lumoscore.sim import Simulator
     from lumoscore.toe.metrics import ltcr
     from lumoscore.workload import Job
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
+    cases = testbed_cases(pods=3)
     for model in ("Pangu", "GPT2_13b"):
         job = Job(job_id=0, arrival_s=0.0, gpus=96, model=model, tp=8, pp=2, dp=6, ep=16,
                   iterations=20, duration_s=1000.0, collective="hierarchical-ring")  # fmt: skip
-        got: dict[str, dict[str, Any]] = {}
-        for name, build in testbed_cases(pods=3).items():
-            fab = build()
-            res = Simulator(fab, [job], exposure=exposure).run()
+        for name in names:
+            build = cases[name]
+            res = Simulator(build(), [job], exposure=exposure).run()
             row: dict[str, Any] = {
                 "model": model,
                 "architecture": name,
@@ -189,12 +189,65 @@ def run_testbed_static(out_dir: str | Path, *, exposure: str = "research") -> An
                 probe.apply(probe.admit(0, gpus))
                 demand = feasible_demand(probe.state.logical.C, probe.spec.k_spine)
                 row["ltcr"] = float(ltcr(demand, probe.state.circuits))
-            got[name] = row
-        for row in got.values():
-            row["throughput_vs_cross"] = got["cross"]["jrt_s"] / row["jrt_s"]
             rows.append(row)
+    return rows
+
+
+def _relative(rows: list[dict[str, Any]], base: str, key: str, out: str) -> None:
+    """``row[out] = JRT(base) / row's JRT`` among the rows of the same model."""
+    ref = {r["model"]: r["jrt_s"] for r in rows if r["architecture"] == base}
+    for row in rows:
+        row[out] = ref[row["model"]] / row[key]
+
+
+def run_testbed_static(out_dir: str | Path, *, exposure: str = "research") -> Any:
+    """Cross Wiring §7 "Static Scenario" (module docstring). Writes
+    ``testbed-static.csv``/``.md``: per model and architecture the job's JRT, contention
+    level, throughput relative to Cross, and the LTCR of its OCS configuration."""
+    from lumoscore.experiments.presets import TaskOutput, _write_table
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = _static_runs(exposure, list(testbed_cases()))
+    _relative(rows, "cross", "jrt_s", "throughput_vs_cross")
     files = _write_table(out, "testbed-static", rows)
     return TaskOutput(tuple(files), tuple(rows))
+
+
+def _dynamic_runs(
+    seeds: Sequence[int], jobs: int, exposure: str, names: Sequence[str]
+) -> tuple[list[dict[str, Any]], dict[str, NDArray[np.float64]]]:
+    """The dynamic scenario's runs: one row per seed and architecture of ``names`` (mean JRT
+    and JCT, contention level, circuits rewired, reconfigurations), then one row of means per
+    architecture; and every job's JRT per architecture, seeds concatenated."""
+    from lumoscore.sim import Simulator
+
+    if not seeds or jobs < 1:
+        raise ConfigError("seeds must be non-empty and jobs >= 1")
+    rows: list[dict[str, Any]] = []
+    per_job: dict[str, list[Any]] = {}
+    for seed in seeds:
+        trace = testbed_trace(int(seed), jobs=jobs)
+        cases = testbed_cases(seed=int(seed))
+        for name in names:
+            res = Simulator(cases[name](), trace, exposure=exposure, seed=int(seed)).run()
+            rows.append({
+                "seed": int(seed), "architecture": name,
+                "mean_jrt_s": res.summary["mean_jrt_s"], "mean_jct_s": res.summary["mean_jct_s"],
+                "mean_contention_level": res.summary["mean_contention_level"],
+                "rewired_circuits": float(res.fabric.get("rewired_circuits", 0)),
+                "reconfigurations": float(res.fabric.get("reconfigurations", 0)),
+            })  # fmt: skip
+            per_job.setdefault(name, []).append(res.jobs["jrt_s"].to_numpy(dtype=float))
+    for name in names:
+        sel = [r for r in rows if r["architecture"] == name]
+        rows.append({
+            "seed": "mean", "architecture": name,
+            **{k: float(np.mean([r[k] for r in sel]))
+               for k in ("mean_jrt_s", "mean_jct_s", "mean_contention_level",
+                         "rewired_circuits", "reconfigurations")},
+        })  # fmt: skip
+    return rows, {k: np.concatenate(v) for k, v in per_job.items()}
 
 
 def run_testbed_dynamic(
@@ -206,46 +259,20 @@ def run_testbed_dynamic(
 ) -> Any:
     """The papers' "Dynamic Scenario" (module docstring), means over ``seeds``. Writes
     ``testbed-dynamic.csv``/``.md`` (mean JRT and JCT, contention level, circuits rewired and
-    reconfigurations per architecture and seed, and their mean: the MinRewiring comparison of
-    LumosCore §5 and A.9) and ``testbed-dynamic-vs.csv``/``.md`` (Cross against Uniform and
-    leaf-spine beside the papers')."""
+    reconfigurations per architecture and seed, and their mean) and
+    ``testbed-dynamic-vs.csv``/``.md`` (Cross against Uniform and leaf-spine beside the
+    papers')."""
     from lumoscore.experiments.presets import TaskOutput, _write_table
-    from lumoscore.sim import Simulator
 
-    if not seeds or jobs < 1:
-        raise ConfigError("seeds must be non-empty and jobs >= 1")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, Any]] = []
-    per_job: dict[str, list[Any]] = {}
-    for seed in seeds:
-        trace = testbed_trace(int(seed), jobs=jobs)
-        for name, build in testbed_cases(seed=int(seed)).items():
-            res = Simulator(build(), trace, exposure=exposure, seed=int(seed)).run()
-            rows.append({
-                "seed": int(seed), "architecture": name,
-                "mean_jrt_s": res.summary["mean_jrt_s"], "mean_jct_s": res.summary["mean_jct_s"],
-                "mean_contention_level": res.summary["mean_contention_level"],
-                "rewired_circuits": float(res.fabric.get("rewired_circuits", 0)),
-                "reconfigurations": float(res.fabric.get("reconfigurations", 0)),
-            })  # fmt: skip
-            per_job.setdefault(name, []).append(res.jobs["jrt_s"].to_numpy(dtype=float))
-    names = list(testbed_cases())
-    for name in names:
-        sel = [r for r in rows if r["architecture"] == name]
-        rows.append({
-            "seed": "mean", "architecture": name,
-            **{k: float(np.mean([r[k] for r in sel]))
-               for k in ("mean_jrt_s", "mean_jct_s", "mean_contention_level",
-                         "rewired_circuits", "reconfigurations")},
-        })  # fmt: skip
+    rows, per_job = _dynamic_runs(seeds, jobs, exposure, list(testbed_cases()))
     files = _write_table(out, "testbed-dynamic", rows)
     mean = {r["architecture"]: r["mean_jrt_s"] for r in rows if r["seed"] == "mean"}
-    cross = np.concatenate(per_job["cross"])
-    uniform = np.concatenate(per_job["uniform"])
     vs = [
         {"comparison": "cross_vs_uniform_mean", "ours": mean["cross"] / mean["uniform"] - 1},
-        {"comparison": "cross_vs_uniform_best_job", "ours": float(np.min(cross / uniform - 1))},
+        {"comparison": "cross_vs_uniform_best_job",
+         "ours": float(np.min(per_job["cross"] / per_job["uniform"] - 1))},
         {"comparison": "cross_vs_leaf_spine_max_gap",
          "ours": abs(mean["cross"] / mean["leaf-spine"] - 1)},
     ]  # fmt: skip
@@ -253,3 +280,51 @@ def run_testbed_dynamic(
         v["paper"] = TESTBED_DYNAMIC_PAPER[v["comparison"]]
     files += _write_table(out, "testbed-dynamic-vs", vs)
     return TaskOutput(tuple(files), tuple(vs))
+
+
+def run_testbed_minrewiring(
+    out_dir: str | Path,
+    *,
+    seeds: Sequence[int] = (1, 2, 3, 4, 5),
+    jobs: int = 50,
+    exposure: str = "research",
+) -> Any:
+    """LumosCore §5 and A.9: LumosCore (Interleaved Wiring, mdmcf) against MinRewiring
+    (Uniform Wiring configured by the ToE ILP) and Helios (Uniform Wiring, the Helios
+    heuristic) on the testbed. Writes ``testbed-minrewiring-static`` (the static scenario's
+    96-NPU jobs: JRT, contention, LTCR and throughput over MinRewiring),
+    ``testbed-minrewiring-dynamic`` (the 50-job trace per seed: mean JRT, circuits rewired,
+    reconfigurations) and ``testbed-minrewiring-vs`` (ours beside the paper's: up to +39.5 %
+    throughput static; -3.9 % mean and up to -28.3 % JRT dynamic, Fig. 6(b))."""
+    from lumoscore.experiments.presets import TaskOutput, _write_table
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    names = ["cross", "uniform", "helios"]
+    static = _static_runs(exposure, names)
+    _relative(static, "uniform", "jrt_s", "throughput_vs_minrewiring")
+    for row in static:
+        row["architecture"] = _MINREWIRING_NAMES[row["architecture"]]
+    rows, per_job = _dynamic_runs(seeds, jobs, exposure, names)
+    for row in rows:
+        row["architecture"] = _MINREWIRING_NAMES[row["architecture"]]
+    mean = {r["architecture"]: r["mean_jrt_s"] for r in rows if r["seed"] == "mean"}
+    best = max(r["throughput_vs_minrewiring"] for r in static if r["architecture"] == "LumosCore")
+    vs = [
+        {"comparison": "static: LumosCore throughput over MinRewiring, best model",
+         "ours": best - 1, "paper": 0.395},
+        {"comparison": "dynamic: LumosCore mean JRT vs MinRewiring",
+         "ours": mean["LumosCore"] / mean["MinRewiring"] - 1, "paper": -0.039},
+        {"comparison": "dynamic: LumosCore JRT vs MinRewiring, best job",
+         "ours": float(np.min(per_job["cross"] / per_job["uniform"] - 1)), "paper": -0.283},
+        {"comparison": "dynamic: LumosCore mean JRT vs Helios",
+         "ours": mean["LumosCore"] / mean["Helios"] - 1, "paper": float("nan")},
+    ]  # fmt: skip
+    files = _write_table(out, "testbed-minrewiring-static", static)
+    files += _write_table(out, "testbed-minrewiring-dynamic", rows)
+    files += _write_table(out, "testbed-minrewiring-vs", vs)
+    return TaskOutput(tuple(files), tuple(vs))
+
+
+#: The LumosCore paper's names of the testbed architectures.
+_MINREWIRING_NAMES = {"cross": "LumosCore", "uniform": "MinRewiring", "helios": "Helios"}
