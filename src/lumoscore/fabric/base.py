@@ -98,6 +98,9 @@ class FabricChange:
     job being admitted (e.g. the OCS switching time when circuits were rewired). ``reroute``
     lists running jobs whose routes cross a link the change removes: the simulator routes them
     again (:meth:`Fabric.forget_routes`, then ``routes``), flows in flight included.
+    ``later`` lists ``(delay_s, links)``: ``delay_s`` after this change the simulator brings
+    those links to the capacity the fabric's configuration gives them (:meth:`Fabric.settle`;
+    a reconfiguration applied stage by stage).
     """
 
     delay_s: float = 0.0
@@ -105,6 +108,7 @@ class FabricChange:
     capacity_bps: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     note: str = ""
     reroute: tuple[int, ...] = ()
+    later: tuple[tuple[float, IntArray], ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -276,6 +280,12 @@ class Fabric(ABC):
         """Apply a change returned by :meth:`admit` or :meth:`release` (in place)."""
         if not change.empty:
             self.capacity_bps[change.links] = change.capacity_bps
+
+    def settle(self, links: IntArray) -> FabricChange:
+        """The change bringing ``links`` to the capacity the fabric's configuration gives
+        them, after a staged reconfiguration's stage (:attr:`FabricChange.later`). Fabrics
+        without staged reconfigurations have nothing to settle."""
+        return FabricChange()
 
     # ------------------------------------------------------------------ link failures
     #: ``(n_links,)`` links that failed cables took down entirely; ``None`` before the

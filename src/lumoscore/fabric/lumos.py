@@ -206,7 +206,10 @@ class LumosCoreFabric(Fabric):
         Staged reconfiguration in time (LumosCore A.8): 0 (default) switches every changed
         OCS group at once and the admitted job starts ``reconfig_delay_s`` later; > 0 runs
         the ToE's staged plan (:func:`lumoscore.toe.staged_plan` with ``iota``), stage after
-        stage, each taking this long, and the admitted job starts when the last one ends.
+        stage, each taking this long, and the admitted job starts when the last one ends. A
+        reconfiguration after a link failure, which moves running jobs' circuits, is applied
+        in time: the circuits being rewired are down until their stage ends
+        (:meth:`_staged_in_time`).
     iota : float
         Largest share of a pod's cross-pod paths one stage may interrupt (``0 < iota <= 1``,
         default 0.25).
@@ -501,6 +504,59 @@ class LumosCoreFabric(Fabric):
             reroute=change.reroute,
         )
 
+    def _staged_in_time(self, change: FabricChange, before: IntArray) -> FabricChange:
+        """A reconfiguration that moves running jobs' circuits (a failure's), applied stage
+        by stage: the ToE's staged plan (:func:`lumoscore.toe.staged_plan`, at most ``iota``
+        of a pod's paths interrupted per stage; groups that only gain circuits go in the first
+        stage), ``stage_delay_s`` each. Now every changed link drops to the smaller of its old
+        and new capacity (the circuits being rewired are down; a link with no circuit left
+        keeps :data:`_BLACKHOLED` of its new capacity so routes stay valid); the links of
+        stage ``i`` settle to their new capacity ``(i + 1) stage_delay_s`` later. A job
+        rerouted onto circuits that are not up yet stalls until its stage is done."""
+        H, P = self._H, self._P
+        group = (change.links - self.off_ocs) // (P * P)
+        changed = np.zeros(H, bool)
+        changed[group] = True
+        loss, total = circuit_loss(before, self.state.circuits, H, P)
+        try:
+            plan = staged_plan(loss, total, self.iota, changed=changed, time_limit_s=1.0)
+            stages = [list(st) for st in plan.stages] or [[]]
+        except InfeasibleError:  # one group alone breaks iota: one group per stage
+            stages = [[int(h)] for h in np.flatnonzero(changed)]
+        self.stats["reconfiguration_stages"] += len(stages)
+        stage_of = np.zeros(H, np.int64)
+        for i, st in enumerate(stages):
+            stage_of[st] = i
+        old = self.capacity_bps[change.links]
+        now = np.minimum(old, change.capacity_bps)
+        now = np.where(now > 0, now, change.capacity_bps * _BLACKHOLED)
+        later = tuple(
+            ((i + 1) * self.stage_delay_s, change.links[stage_of[group] == i])
+            for i in range(len(stages))
+        )
+        return FabricChange(
+            links=change.links,
+            capacity_bps=now,
+            note=f"{change.note} ({len(stages)} stage(s))",
+            reroute=change.reroute,
+            later=tuple((d, links) for d, links in later if links.size),
+        )
+
+    def settle(self, links: IntArray) -> FabricChange:
+        """``links`` (OCS links) at the capacity of the current circuits (a stage of
+        :meth:`_staged_in_time` is done)."""
+        off = self.off_ocs
+        circuits = np.ascontiguousarray(self.state.circuits, dtype=np.int64)
+        old = np.ascontiguousarray(self.capacity_bps[off:])
+        port = self.spec.port_bps * (_BLACKHOLED if self._switching else 1.0)
+        diff, new_bps = ocs_capacity_diff(circuits, old, self._H, self._P, port)
+        keep = np.isin(off + diff, links)
+        return FabricChange(
+            links=(off + diff[keep]).astype(np.int64),
+            capacity_bps=new_bps[keep],
+            note="reconfiguration stage done",
+        )
+
     def ocs_switch(self, on: bool) -> FabricChange:
         """Start (``on``) or end a periodic OCS switch. While it lasts the OCS links carry
         (almost) nothing: with ``switch_share`` of every link's circuits being switched, ECMP
@@ -619,6 +675,7 @@ class LumosCoreFabric(Fabric):
         if not fail:
             return leaf
         opts = self.admit_options
+        before = np.array(self.state.circuits, dtype=np.int64)
         reconfigure(
             self.state,
             wiring=self._toe_wiring,
@@ -629,11 +686,14 @@ class LumosCoreFabric(Fabric):
         ocs = self._ocs_change(0.0, leaf.note)
         if not ocs.empty:
             self.stats["reconfigurations"] += 1
+            if self.stage_delay_s > 0:
+                ocs = self._staged_in_time(ocs, before)
         return FabricChange(
             links=np.concatenate([leaf.links, ocs.links]),
             capacity_bps=np.concatenate([leaf.capacity_bps, ocs.capacity_bps]),
             note=leaf.note,
             reroute=ocs.reroute,
+            later=ocs.later,
         )
 
     def fail_gpus(self, gpus: IntArray) -> None:

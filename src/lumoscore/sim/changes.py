@@ -35,9 +35,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.fabric.base import FabricChange, NoRouteError
+from lumoscore.sim.events import Event
 from lumoscore.sim.plan import JobPlan, build_plan
 from lumoscore.sim.rounds import RoundModel
-from lumoscore.sim.state import JobRun, RunState, SimulationError
+from lumoscore.sim.state import P_FINISH, JobRun, RunState, SimulationError
 from lumoscore.workload.job import Job
 
 __all__ = ["FabricChanges"]
@@ -64,10 +65,14 @@ class FabricChanges:
 
     def apply(self, change: FabricChange, now: float) -> None:
         """Apply a capacity change exactly: first take every job whose links change off
-        its precomputed timeline (at the old capacities), then apply, then re-solve."""
+        its precomputed timeline (at the old capacities), then apply, then re-solve. The
+        links of its later stages (:attr:`~lumoscore.fabric.base.FabricChange.later`) settle
+        in ``settle`` events."""
+        s, model = self.s, self.model
+        for delay_s, links in change.later:
+            s.queue.schedule(now + delay_s, "settle", data=links, priority=P_FINISH)
         if change.empty:
             return
-        s, model = self.s, self.model
         s.stats["reconfigurations"] += 1
         scratch = model.scratch
         scratch[change.links] = True
@@ -83,6 +88,12 @@ class FabricChanges:
         for jid in change.reroute:
             if jid in s.running:
                 self.reroute(s.running[jid], now)
+
+    def on_settle(self, ev: Event) -> None:
+        """A stage of a staged reconfiguration is done: its links reach the capacity of the
+        fabric's configuration (:meth:`~lumoscore.fabric.base.Fabric.settle`)."""
+        self.s.stats["settled_stages"] = self.s.stats.get("settled_stages", 0) + 1
+        self.apply(self.s.fabric.settle(ev.data), ev.time_s)
 
     def reroute(self, run: JobRun, now: float) -> None:
         """Route a running job again (its routes crossed a link that went away): new plan

@@ -209,6 +209,7 @@ class Simulator:
             "round": model.on_round,
             "roundend": model.on_roundend,
             "finish": admission.on_finish,
+            "settle": changes.on_settle,
         }
         for i, job in enumerate(self.jobs):
             state.queue.schedule(job.arrival_s, "arrive", data=i, priority=P_ARRIVE)

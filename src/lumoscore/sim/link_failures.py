@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from lumoscore.errors import ConfigError
-from lumoscore.fabric.base import FabricChange
 from lumoscore.sim.changes import FabricChanges
 from lumoscore.sim.events import Event
 from lumoscore.sim.state import P_FINISH, RunState
@@ -214,15 +213,7 @@ class LinkOutages:
                     ):
                         reroute.add(jid)
         lost = float(self.cable_bps * cables.size)
-        self.changes.apply(
-            FabricChange(
-                links=change.links,
-                capacity_bps=change.capacity_bps,
-                note=change.note,
-                reroute=tuple(sorted(reroute)),
-            ),
-            now,
-        )
+        self.changes.apply(replace(change, reroute=tuple(sorted(reroute))), now)
         s.stats["link_failures" if fail else "link_repairs"] += int(cables.size)
         s.stats["link_reroutes"] += len(reroute)
         self.events.append(
