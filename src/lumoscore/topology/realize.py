@@ -406,38 +406,14 @@ def _solve_group(
     m, n = _candidate_pairs(tx_o, rx_o, tx_s, rx_s, pod, Cg, wiring.ocs_per_group)
     if m.size == 0:
         return empty, "optimal", 0
-    model = cp_model.CpModel()
-    y = model.new_bool_var_series("y", pd.Index(np.arange(m.size)))
-    yv = y.to_numpy()
-    # constraint (2) (+ (4)): every port in at most one link
-    ends = np.concatenate([m, n])
-    var_of_end = np.concatenate([np.arange(m.size), np.arange(m.size)])
-    order = np.argsort(ends, kind="stable")
-    ports, starts = np.unique(ends[order], return_index=True)
-    for idx in np.split(var_of_end[order], starts[1:]):
-        if idx.size > 1:
-            model.add(cp_model.LinearExpr.sum(list(yv[idx])) <= 1)
-    del ports
-    # relaxed constraint (1): at most C_ij links between pods i < j
+    # constraint (2) (+ (4)): every port in at most one link; relaxed constraint (1): at
+    # most C_ij links between pods i < j
     pair = np.minimum(pod[m], pod[n]) * P + np.maximum(pod[m], pod[n])
-    order = np.argsort(pair, kind="stable")
-    keys, starts = np.unique(pair[order], return_index=True)
-    caps = Cg.reshape(-1)[keys]
-    for idx, cap in zip(np.split(order, starts[1:]), caps.tolist(), strict=True):
-        if idx.size > cap:
-            model.add(cp_model.LinearExpr.sum(list(yv[idx])) <= cap)
-    model.maximize(cp_model.LinearExpr.sum(list(yv)))
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit_s)
-    solver.parameters.num_workers = int(workers)
-    solver.parameters.random_seed = int(seed)
-    code = solver.solve(model)
-    if code == cp_model.MODEL_INVALID:
-        raise SolverError(f"CP-SAT: invalid model for group {h}: {model.validate()}")
-    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    got = _max_links(m, n, pair, Cg.reshape(-1), h, time_limit_s, workers, seed)
+    if got is None:
         return empty, "timeout", target
-    values = solver.boolean_values(y).to_numpy().astype(bool)
-    bound = min(target, int(np.floor(solver.best_objective_bound + 1e-6)))
+    values, code, best_bound = got
+    bound = min(target, int(np.floor(best_bound + 1e-6)))
     mm, nn = m[values], n[values]
     zero = np.zeros_like(mm)
     rows = np.concatenate(
@@ -483,34 +459,12 @@ def _solve_group_coupled(
     m, n = np.concatenate(ms), np.concatenate(ns)
     if m.size == 0:
         return empty, "optimal", 0
-    model = cp_model.CpModel()
-    y = model.new_bool_var_series("y", pd.Index(np.arange(m.size)))
-    yv = y.to_numpy()
-    ends = np.concatenate([m, n])
-    var_of_end = np.concatenate([np.arange(m.size), np.arange(m.size)])
-    order = np.argsort(ends, kind="stable")
-    _, starts = np.unique(ends[order], return_index=True)
-    for idx in np.split(var_of_end[order], starts[1:]):  # every transceiver in <= 1 pair
-        if idx.size > 1:
-            model.add(cp_model.LinearExpr.sum(list(yv[idx])) <= 1)
+    # every transceiver in at most one pair; at most C_ij links, in coupled pairs
     pair = pod[m] * P + pod[n]
-    order = np.argsort(pair, kind="stable")
-    keys, starts = np.unique(pair[order], return_index=True)
-    caps = pairs_cap.reshape(-1)[keys]
-    for idx, cap in zip(np.split(order, starts[1:]), caps.tolist(), strict=True):
-        if idx.size > cap:  # relaxed constraint (1): at most C_ij links, in coupled pairs
-            model.add(cp_model.LinearExpr.sum(list(yv[idx])) <= cap)
-    model.maximize(cp_model.LinearExpr.sum(list(yv)))
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit_s)
-    solver.parameters.num_workers = int(workers)
-    solver.parameters.random_seed = int(seed)
-    code = solver.solve(model)
-    if code == cp_model.MODEL_INVALID:
-        raise SolverError(f"CP-SAT: invalid model for group {h}: {model.validate()}")
-    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    got = _max_links(m, n, pair, pairs_cap.reshape(-1), h, time_limit_s, workers, seed)
+    if got is None:
         return empty, "timeout", target
-    values = solver.boolean_values(y).to_numpy().astype(bool)
+    values, code, best_bound = got
     mm, nn = m[values], n[values]
     pi, pj, o = pod[mm], pod[nn], ocs[mm]
     zero = np.zeros_like(mm)
@@ -523,8 +477,50 @@ def _solve_group_coupled(
         rows.append(np.column_stack([zero, o, p_b, b_s, p_a, a_n]))
     circuits = np.concatenate(rows).astype(np.int64)
     status = "optimal" if code == cp_model.OPTIMAL else "feasible"
-    bound = min(target, g * int(np.floor(solver.best_objective_bound + 1e-6)))
+    bound = min(target, g * int(np.floor(best_bound + 1e-6)))
     return circuits, status, bound if status == "feasible" else g * int(values.sum())
+
+
+def _max_links(
+    m: IntArray,
+    n: IntArray,
+    pair: IntArray,
+    caps: IntArray,
+    h: int,
+    time_limit_s: float,
+    workers: int,
+    seed: int,
+) -> tuple[NDArray[np.bool_], int, float] | None:
+    """CP-SAT over candidate links ``m[i] - n[i]`` (port or transceiver ids): every end in
+    at most one chosen link, at most ``caps[pair[i]]`` links per pod pair, as many links as
+    possible. Returns the chosen links, the status code and the objective bound, or
+    ``None`` when no solution was found in time."""
+    model = cp_model.CpModel()
+    y = model.new_bool_var_series("y", pd.Index(np.arange(m.size)))
+    yv = y.to_numpy()
+    ends = np.concatenate([m, n])
+    var_of_end = np.concatenate([np.arange(m.size), np.arange(m.size)])
+    order = np.argsort(ends, kind="stable")
+    _, starts = np.unique(ends[order], return_index=True)
+    for idx in np.split(var_of_end[order], starts[1:]):
+        if idx.size > 1:
+            model.add(cp_model.LinearExpr.sum(list(yv[idx])) <= 1)
+    order = np.argsort(pair, kind="stable")
+    keys, starts = np.unique(pair[order], return_index=True)
+    for idx, cap in zip(np.split(order, starts[1:]), caps[keys].tolist(), strict=True):
+        if idx.size > cap:
+            model.add(cp_model.LinearExpr.sum(list(yv[idx])) <= cap)
+    model.maximize(cp_model.LinearExpr.sum(list(yv)))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit_s)
+    solver.parameters.num_workers = int(workers)
+    solver.parameters.random_seed = int(seed)
+    code = solver.solve(model)
+    if code == cp_model.MODEL_INVALID:
+        raise SolverError(f"CP-SAT: invalid model for group {h}: {model.validate()}")
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    return solver.boolean_values(y).to_numpy().astype(bool), code, solver.best_objective_bound
 
 
 def realize_exact(
