@@ -154,3 +154,41 @@ def test_fig9_presets_show_the_effect(tmp_path) -> None:
     assert {p.name for p in a.files} >= {"cw-fig9a.csv", "cw-fig9a.md", "cw-fig9a.png"}
     b = run_cw_fig9b(tmp_path / "b", snapshots=4, window=2)
     assert b.rows[0]["max_excess_pct"] >= 0 and b.rows[0]["snapshots"] == 4
+
+
+def test_robust_design_refuses_an_lp_too_large() -> None:
+    from lumoscore.te.design import MAX_DESIGN_PATHS
+
+    window = facebook_traffic("hadoop", 64, snapshots=12, seed=1)
+    with pytest.raises(ConfigError, match=r"max_matrices: .* path variables"):
+        robust_topology(window, 8, 63)
+    assert MAX_DESIGN_PATHS < 12 * 64 * 63 * 63
+
+
+def test_cli_traffic_aware_and_slim_dual_link(tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from lumoscore.cli import build_app
+
+    (tmp_path / "c.toml").write_text(
+        "[cluster]\npods = 4\nk_leaf = 4\nk_spine = 4\ntau = 1\ngpus_per_server = 1\n"
+        "ocs_ports = 8\n"
+    )
+    np.save(tmp_path / "t.npy", facebook_traffic("web", 4, snapshots=3, seed=2, total=10.0))
+    runner = CliRunner()
+    got = {}
+    for wiring in ("cross", "slim-dual-link"):
+        args = ["te", str(tmp_path / "c.toml"), str(tmp_path / "t.npy"), "--wiring", wiring,
+                "--logical", "traffic-aware", "--matrices", "2", "--json"]  # fmt: skip
+        res = runner.invoke(build_app(), args)
+        assert res.exit_code == 0, res.output
+        got[wiring] = json.loads(res.output)
+    assert got["cross"]["ltcr"] == 1.0 and len(got["cross"]["mlu"]) == 3
+    # slim realizes links in coupled pairs: never more than cross, never above LTCR 1
+    assert got["slim-dual-link"]["ltcr"] <= 1.0
+    assert all(
+        a <= b + 1e-9
+        for a, b in zip(got["cross"]["mlu"], got["slim-dual-link"]["mlu"], strict=True)
+    )

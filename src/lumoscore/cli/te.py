@@ -38,9 +38,17 @@ def te(
             "--logical",
             help="Logical topology: full-mesh (one circuit per pod pair and OCS group) or "
             "traffic-aware (COUDER-style: topology and routing optimized together over the "
-            "snapshots, at most 12 of the busiest).",
+            "busiest snapshots, see --matrices).",
         ),
     ] = "full-mesh",
+    matrices: Annotated[
+        int,
+        typer.Option(
+            "--matrices",
+            min=1,
+            help="traffic-aware: design over at most this many snapshots (the busiest).",
+        ),
+    ] = 12,
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Write the MLU per snapshot (.png or .svg).")
     ] = None,
@@ -70,7 +78,9 @@ def te(
             )
         C = full_mesh(spec.pods, H)
     else:
-        C = robust_topology(snaps, H, spec.k_spine, port_gbps=spec.port_gbps).circuits
+        C = robust_topology(
+            snaps, H, spec.k_spine, port_gbps=spec.port_gbps, max_matrices=matrices
+        ).circuits
     real = realize(spec, C, wiring)
     cap = real.circuits * spec.port_gbps
     mlu, solve = [], []

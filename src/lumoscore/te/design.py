@@ -41,7 +41,11 @@ from lumoscore.errors import ConfigError, SolverError
 from lumoscore.te.lp import two_hop_paths
 from lumoscore.te.matrices import check_traffic
 
-__all__ = ["RobustDesign", "demand_topology", "full_mesh", "robust_topology"]
+__all__ = ["MAX_DESIGN_PATHS", "RobustDesign", "demand_topology", "full_mesh", "robust_topology"]
+
+#: Largest robust-design LP (path variables over all its matrices) :func:`robust_topology`
+#: builds: about a minute of HiGHS on two cores.
+MAX_DESIGN_PATHS = 1_500_000
 
 
 def full_mesh(pods: int, groups: int) -> NDArray[np.int64]:
@@ -171,6 +175,12 @@ def robust_topology(
         raise ConfigError("traffic: no demand to design a topology for")
     chosen = critical_matrices(window, max_matrices)
     P = window.shape[1]
+    paths = int(sum(np.count_nonzero(window[w]) for w in chosen)) * (P - 1)
+    if paths > MAX_DESIGN_PATHS:
+        raise ConfigError(
+            f"max_matrices: a design over {chosen.size} matrices of {P} pods has {paths:,} "
+            f"path variables (limit {MAX_DESIGN_PATHS:,}); use fewer matrices"
+        )
     iu, ju = np.triu_indices(P, 1)
     pair = np.full((P, P), -1)
     pair[iu, ju] = pair[ju, iu] = np.arange(iu.size)
