@@ -680,7 +680,7 @@ def _refill(
     rows: IntArray,
     clock_s: float,
     grow: float,
-    finish: bool = True,
+    finish: bool,
 ) -> IntArray:  # pragma: no cover - compiled
     """Progressive filling of ``rows`` (alive) with the load of every other row frozen in
     ``link_load``; sets their rates, bottleneck links and (``finish``) finish times. Returns
@@ -932,7 +932,7 @@ def _refill_suffix(
         if alive[order[i]]:
             rows[k] = order[i]
             k += 1
-    _record_peak(st, _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, grow))
+    _record_peak(st, _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, grow, np.bool_(True)))
     by_rate = np.argsort(rate[rows], kind="mergesort")
     for i in range(k):
         order[p + i] = rows[by_rate[i]]
@@ -1191,7 +1191,7 @@ def _closure(
                 fresh[i] = rmark[g] == -stamp
             for i in range(ns - added, ns):
                 rmark[S[i]] = stamp
-            rl = _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, 1.0, False)
+            rl = _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, 1.0, np.bool_(False))
             for q in rl:
                 n_sl = _enlist_link(sl, n_sl, smark, stamp, q)
             # Only the links of rows new to S or whose rate or bottleneck changed are checked:
@@ -1338,7 +1338,10 @@ def _solve(
         meta[M_ORDER] = n
         _refill_suffix(f_ptr, c_idx, cap, weight, alive, st, 0.0, clock_s, grow)
     else:
-        _record_peak(st, _refill(f_ptr, c_idx, cap, weight, st, order[:n].copy(), clock_s, grow))
+        rows = order[:n].copy()
+        _record_peak(
+            st, _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, grow, np.bool_(True))
+        )
 
 
 @kernel
@@ -1531,7 +1534,8 @@ def _run(
     bott0 = np.zeros(0, dtype=np.int64)
     if live[0] > 0:
         ldir, pool = link_lists(f_ptr, c_idx, c_cap.size)
-        mode, r_min, done = FULL_SOLVE, np.inf, False
+        # (np.int64: a non-literal mode, so fluid_advance and _solve compile once)
+        mode, r_min, done = np.int64(FULL_SOLVE), np.inf, False
         if start:  # run to time 0 first (the same steps), keep the rates then
             t, mode, r_min, done = fluid_advance(
                 f_ptr, c_idx, c_cap, weight, size, alive, slot, live, st, ldir, pool,
@@ -1589,7 +1593,7 @@ def fluid_run(
     flows).
     """
     t, rem, glob, peak, rate, bott, idle, _, _ = _run(
-        f_ptr, f_idx, weight, size, remaining, capacity, until_s, done_rtol, grow, False
+        f_ptr, f_idx, weight, size, remaining, capacity, until_s, done_rtol, grow, np.bool_(False)
     )
     return t, rem, glob, peak, rate, bott, idle
 
@@ -1608,4 +1612,4 @@ def solo_run(
 ]:  # pragma: no cover - compiled
     """:func:`fluid_run` of flows from their full ``size`` to the end, and also every flow's
     rate and bottleneck link at time 0 (0 and -1 for flows that end at once)."""
-    return _run(f_ptr, f_idx, weight, size, size, capacity, np.inf, done_rtol, grow, True)
+    return _run(f_ptr, f_idx, weight, size, size, capacity, np.inf, done_rtol, grow, np.bool_(True))
