@@ -680,7 +680,7 @@ def _refill(
     rows: IntArray,
     clock_s: float,
     grow: float,
-    finish: bool,
+    finish: bool = True,
 ) -> IntArray:  # pragma: no cover - compiled
     """Progressive filling of ``rows`` (alive) with the load of every other row frozen in
     ``link_load``; sets their rates, bottleneck links and (``finish``) finish times. Returns
