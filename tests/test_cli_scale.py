@@ -9,14 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lumoscore.cli import main
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(exc.value.code), out, err
+from helpers_cli import run
 
 
 def test_scale_json_is_table1(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lumoscore.cli import main
+from helpers_cli import run
 from lumoscore.toe import random_demands
 from lumoscore.topology import build_wiring, load_cluster, verify_circuits
 
@@ -20,13 +20,6 @@ tau = 2
 gpus_per_server = 8
 ocs_ports = 16
 """
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(exc.value.code), out, err
 
 
 @pytest.fixture

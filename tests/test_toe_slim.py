@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from lumoscore.cli import build_app, main
+from helpers_cli import run
+from lumoscore.cli import build_app
 from lumoscore.te.realize import DEFAULT_SOLVERS
 from lumoscore.toe import configure, evaluate, random_demand, verify_configuration
 from lumoscore.toe.errors import CurrentConfigError, WiringMismatchError
@@ -164,13 +165,6 @@ tau = 2
 gpus_per_server = 4
 ocs_ports = 8
 """
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(exc.value.code), out, err
 
 
 @pytest.fixture

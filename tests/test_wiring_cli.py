@@ -8,18 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lumoscore.cli import main
+from helpers_cli import run
 from lumoscore.topology import build_wiring, load_cluster, read_wiring_map
 from lumoscore.topology.wiring import RECORD_COLUMNS
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(exc.value.code), out, err
 
 
 def cluster_file(tmp_path: Path, pods: int, ocs_ports: int) -> Path:

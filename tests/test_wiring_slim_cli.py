@@ -13,17 +13,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from lumoscore.cli import build_app, main
+from helpers_cli import run
+from lumoscore.cli import build_app
 from lumoscore.topology import build_wiring, load_cluster, read_wiring_map
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "wiring.md"
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(exc.value.code), out, err
 
 
 def cluster_file(tmp_path: Path, pods: int = 4, k_spine: int = 8, ocs_ports: int = 16) -> Path:
