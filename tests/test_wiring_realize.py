@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers_wiring import symmetric_topologies
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.topology import (
     ClusterSpec,
@@ -28,35 +29,10 @@ def make_spec(pods: int, k_spine: int, ocs_ports: int, groups: int = 1) -> Clust
     )
 
 
-@st.composite
-def logical_topologies(draw: st.DrawFn, max_pods: int = 24, max_k: int = 16) -> tuple:
-    """A symmetric non-negative integer P x P matrix, zero diagonal, row sums <= K.
-
-    ``full`` mode: every row sum is exactly K (a sum of K/2 random cyclic permutations plus
-    their transposes). Otherwise random pod pairs get links while both pods have free ports.
-    """
-    P = draw(st.integers(2, max_pods))
-    K = 2 * draw(st.integers(1, max_k // 2))
-    C = np.zeros((P, P), dtype=np.int64)
-    if draw(st.booleans()):
-        for _ in range(K // 2):
-            order = np.array(draw(st.permutations(range(P))))
-            nxt = np.roll(order, -1)
-            np.add.at(C, (order, nxt), 1)
-            np.add.at(C, (nxt, order), 1)
-        assert (C.sum(axis=1) == K).all()
-    else:
-        pairs = draw(
-            st.lists(st.tuples(st.integers(0, P - 1), st.integers(0, P - 1)), max_size=P * K)
-        )
-        deg = np.zeros(P, dtype=np.int64)
-        for i, j in pairs:
-            if i != j and deg[i] < K and deg[j] < K:
-                C[i, j] += 1
-                C[j, i] += 1
-                deg[i] += 1
-                deg[j] += 1
-    return C, K
+def logical_topologies(max_pods: int = 24, max_k: int = 16) -> st.SearchStrategy:
+    """``(C, K)``: symmetric, zero diagonal, row sums <= K with K even; in the ``full`` mode
+    every row sum is exactly K (:func:`helpers_wiring.symmetric_topologies`)."""
+    return symmetric_topologies(max_pods, max_k)
 
 
 def check_realization(C: np.ndarray, K: int, kind: str, circ: bool, ocs_ports: int) -> None:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers_wiring import symmetric_topologies
 from lumoscore.errors import ConfigError
 from lumoscore.hardware.sizing import lumoscore_max_gpus
 from lumoscore.toe import verify_configuration
@@ -55,36 +56,14 @@ def slim(pods: int, k_spine: int, groups: int = 1) -> Wiring:
     return build_wiring(make_spec(pods, k_spine, groups=groups), SLIM, circulators=True)
 
 
-@st.composite
-def topologies(draw: st.DrawFn, max_pods: int = 10, max_k: int = 16, even: bool = False):
+def topologies(max_pods: int = 10, max_k: int = 16, even: bool = False) -> st.SearchStrategy:
     """``(C, K)``: symmetric, zero diagonal, row sums <= K with K a multiple of 4.
 
-    ``even``: all counts even (built as 2 B with row sums of B <= K / 2; in ``full`` mode every
-    row sum of C is exactly K). Otherwise random pod pairs get one link while both have ports.
+    ``even``: all counts even (in ``full`` mode every row sum of C is exactly K). Otherwise
+    random pod pairs get one link while both have ports
+    (:func:`helpers_wiring.symmetric_topologies`).
     """
-    P = draw(st.integers(2, max_pods))
-    K = 4 * draw(st.integers(1, max_k // 4))
-    C = np.zeros((P, P), dtype=np.int64)
-    unit = 2 if even else 1
-    if even and draw(st.booleans()):
-        for _ in range(K // 4):  # each cyclic permutation + transpose adds 2 to every row of B
-            order = np.array(draw(st.permutations(range(P))))
-            nxt = np.roll(order, -1)
-            np.add.at(C, (order, nxt), 2)
-            np.add.at(C, (nxt, order), 2)
-        assert (C.sum(axis=1) == K).all()
-    else:
-        pairs = draw(
-            st.lists(st.tuples(st.integers(0, P - 1), st.integers(0, P - 1)), max_size=P * K)
-        )
-        deg = np.zeros(P, dtype=np.int64)
-        for i, j in pairs:
-            if i != j and deg[i] + unit <= K and deg[j] + unit <= K:
-                C[i, j] += unit
-                C[j, i] += unit
-                deg[i] += unit
-                deg[j] += unit
-    return C, K
+    return symmetric_topologies(max_pods, max_k, multiple=4, unit=2 if even else 1, full=even)
 
 
 # ---- the map ------------------------------------------------------------------------------
