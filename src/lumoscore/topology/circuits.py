@@ -31,6 +31,7 @@ Examples
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -237,6 +238,12 @@ def verify_circuits(wiring: Wiring, circuits: Any, C: Any = None) -> list[str]:
             for a, b, c, d, e, f in rows.tolist()
         ]
 
+    def report(bad: IntArray, say: Callable[[str, int], str], what: str) -> list[str]:
+        """``say(label, row)`` for the first offending rows ``bad``, then how many more."""
+        head = bad[:MAX_MESSAGES_PER_CHECK]
+        out = [say(lab, r) for lab, r in zip(label(x[head]), head.tolist(), strict=True)]
+        return _capped(out, bad.size, what)
+
     # ---- constraint (2): every Tx and every Rx at most once ----------------------------
     for end, pod, port in (("Tx", tp, tk), ("Rx", rp, rk)):
         key = (g * P + pod) * K + port
@@ -257,45 +264,43 @@ def verify_circuits(wiring: Wiring, circuits: Any, C: Any = None) -> list[str]:
     # ---- constraint (3): Tx and Rx wired to the circuit's OCS --------------------------
     tx_at = wiring.tx_ocs[g, tp, tk]
     rx_at = wiring.rx_ocs[g, rp, rk]
-    out = []
-    bad_tx = np.flatnonzero(tx_at != o)
-    bad_rx = np.flatnonzero(rx_at != o)
-    labels_tx = label(x[bad_tx[:MAX_MESSAGES_PER_CHECK]])
-    for lab, r in zip(labels_tx, bad_tx[:MAX_MESSAGES_PER_CHECK].tolist(), strict=True):
-        out.append(
-            f"{lab}: Tx of pod {tp[r]} port {tk[r]} is wired to OCS {tx_at[r]}, not OCS {o[r]} "
-            f"(constraint (3))"
+    msgs.extend(
+        report(
+            np.flatnonzero(tx_at != o),
+            lambda lab, r: (
+                f"{lab}: Tx of pod {tp[r]} port {tk[r]} is wired to OCS {tx_at[r]}, "
+                f"not OCS {o[r]} (constraint (3))"
+            ),
+            "circuits with a Tx on another OCS",
         )
-    _capped(out, bad_tx.size, "circuits with a Tx on another OCS")
-    out2 = []
-    labels_rx = label(x[bad_rx[:MAX_MESSAGES_PER_CHECK]])
-    for lab, r in zip(labels_rx, bad_rx[:MAX_MESSAGES_PER_CHECK].tolist(), strict=True):
-        out2.append(
-            f"{lab}: Rx of pod {rp[r]} port {rk[r]} is wired to OCS {rx_at[r]}, not OCS {o[r]} "
-            f"(constraint (3))"
+    )
+    msgs.extend(
+        report(
+            np.flatnonzero(rx_at != o),
+            lambda lab, r: (
+                f"{lab}: Rx of pod {rp[r]} port {rk[r]} is wired to OCS {rx_at[r]}, "
+                f"not OCS {o[r]} (constraint (3))"
+            ),
+            "circuits with an Rx on another OCS",
         )
-    _capped(out2, bad_rx.size, "circuits with an Rx on another OCS")
-    msgs.extend(out + out2)
+    )
 
     # ---- circulators: a circuit joins an N and an S half-port --------------------------
     if wiring.circulators:
+        tx_side = wiring.tx_side()[g, tp, tk]
         same = np.flatnonzero(
-            (wiring.tx_side()[g, tp, tk] == wiring.rx_side()[g, rp, rk])
-            & (tx_at == o)
-            & (rx_at == o)
+            (tx_side == wiring.rx_side()[g, rp, rk]) & (tx_at == o) & (rx_at == o)
         )
-        out = []
-        for lab, r in zip(
-            label(x[same[:MAX_MESSAGES_PER_CHECK]]),
-            same[:MAX_MESSAGES_PER_CHECK].tolist(),
-            strict=True,
-        ):
-            side = "NS"[int(wiring.tx_side()[g[r], tp[r], tk[r]])]
-            out.append(
-                f"{lab}: both half-ports are on the {side} side of the OCS; a circuit joins "
-                f"an N and an S half-port"
+        msgs.extend(
+            report(
+                same,
+                lambda lab, r: (
+                    f"{lab}: both half-ports are on the {'NS'[int(tx_side[r])]} "
+                    "side of the OCS; a circuit joins an N and an S half-port"
+                ),
+                "same-side circuits",
             )
-        msgs.extend(_capped(out, same.size, "same-side circuits"))
+        )
 
     # ---- constraint (4): symmetry x_mn = x_nm ------------------------------------------
     m_key = (g * P + tp) * K + tk
@@ -303,35 +308,31 @@ def verify_circuits(wiring: Wiring, circuits: Any, C: Any = None) -> list[str]:
     span = H * P * K
     fwd = m_key * span + n_key
     rev = n_key * span + m_key
-    missing = np.flatnonzero(~np.isin(rev, fwd))
-    out = []
-    for lab, r in zip(
-        label(x[missing[:MAX_MESSAGES_PER_CHECK]]),
-        missing[:MAX_MESSAGES_PER_CHECK].tolist(),
-        strict=True,
-    ):
-        out.append(
-            f"{lab} has no mirror circuit Tx pod {rp[r]} port {rk[r]} -> Rx pod {tp[r]} "
-            f"port {tk[r]} (symmetry, constraint (4))"
+    msgs.extend(
+        report(
+            np.flatnonzero(~np.isin(rev, fwd)),
+            lambda lab, r: (
+                f"{lab} has no mirror circuit Tx pod {rp[r]} port {rk[r]} -> Rx pod "
+                f"{tp[r]} port {tk[r]} (symmetry, constraint (4))"
+            ),
+            "circuits without mirror",
         )
-    msgs.extend(_capped(out, missing.size, "circuits without mirror"))
+    )
 
     # ---- coupled wirings (slim-dual-link): both lanes of a transceiver to one transceiver --
     if getattr(wiring, "coupled", False):
         twin = ((g * P + tp) * K + (tk ^ 1)) * span + (g * P + rp) * K + (rk ^ 1)
-        alone = np.flatnonzero(~np.isin(twin, fwd))
-        out = []
-        for lab, r in zip(
-            label(x[alone[:MAX_MESSAGES_PER_CHECK]]),
-            alone[:MAX_MESSAGES_PER_CHECK].tolist(),
-            strict=True,
-        ):
-            out.append(
-                f"{lab} has no twin circuit Tx pod {tp[r]} port {tk[r] ^ 1} -> Rx pod {rp[r]} "
-                f"port {rk[r] ^ 1}: the two lanes of a transceiver (ports 2t, 2t+1) must link "
-                f"to one transceiver (coupling, {wiring.kind} wiring)"
+        msgs.extend(
+            report(
+                np.flatnonzero(~np.isin(twin, fwd)),
+                lambda lab, r: (
+                    f"{lab} has no twin circuit Tx pod {tp[r]} port {tk[r] ^ 1} -> "
+                    f"Rx pod {rp[r]} port {rk[r] ^ 1}: the two lanes of a transceiver (ports 2t, "
+                    f"2t+1) must link to one transceiver (coupling, {wiring.kind} wiring)"
+                ),
+                "uncoupled circuits",
             )
-        msgs.extend(_capped(out, alone.size, "uncoupled circuits"))
+        )
 
     # ---- constraint (1): the circuits realize C -----------------------------------------
     if C is not None:
