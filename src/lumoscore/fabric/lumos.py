@@ -455,16 +455,21 @@ class LumosCoreFabric(Fabric):
         return tuple(x.astype(np.int64) for x in (tk, ti, hk, hi))  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ placer
-    def _ocs_change(self, delay_s: float, note: str) -> FabricChange:
+    def _ocs_diff(self) -> tuple[IntArray, NDArray[np.float64]]:
+        """OCS links (offsets into the OCS block) whose capacity differs from what the
+        current circuits give them, and that capacity."""
         circuits = np.ascontiguousarray(self.state.circuits, dtype=np.int64)
         old = np.ascontiguousarray(self.capacity_bps[self.off_ocs :])
         port = self.spec.port_bps * (_BLACKHOLED if self._switching else 1.0)
-        diff, new_bps = ocs_capacity_diff(circuits, old, self._H, self._P, port)
+        return ocs_capacity_diff(circuits, old, self._H, self._P, port)
+
+    def _ocs_change(self, delay_s: float, note: str) -> FabricChange:
+        diff, new_bps = self._ocs_diff()
         lost = diff[new_bps == 0]
         # running jobs whose routes cross a circuit that goes away are routed again
         reroute: tuple[int, ...] = ()
         if lost.size:
-            gone = np.zeros(old.size, bool)
+            gone = np.zeros(self.capacity_bps.size - self.off_ocs, bool)
             gone[lost] = True
             off = self.off_ocs
             reroute = tuple(
@@ -479,6 +484,21 @@ class LumosCoreFabric(Fabric):
             reroute=reroute,
         )
 
+    def _stages(self, change: FabricChange, before: IntArray) -> list[list[int]]:
+        """The OCS groups of ``change`` (circuits ``before`` -> now) in the stages of the
+        ToE's staged plan (:func:`lumoscore.toe.staged_plan`, at most ``iota`` of a pod's
+        paths interrupted per stage); one group per stage when a group alone breaks
+        ``iota``."""
+        H, P = self._H, self._P
+        changed = np.zeros(H, bool)
+        changed[(change.links - self.off_ocs) // (P * P)] = True
+        loss, total = circuit_loss(before, self.state.circuits, H, P)
+        try:
+            plan = staged_plan(loss, total, self.iota, changed=changed, time_limit_s=1.0)
+        except InfeasibleError:
+            return [[int(h)] for h in np.flatnonzero(changed)]
+        return [list(st) for st in plan.stages]
+
     def _staged(self, change: FabricChange, before: IntArray) -> FabricChange:
         """``change`` with the start delay of the ToE's staged plan: its stages
         (:func:`lumoscore.toe.staged_plan` over the changed groups, at most ``iota`` of a
@@ -486,15 +506,7 @@ class LumosCoreFabric(Fabric):
         The capacities change at once (the circuits a stage adds serve only the job
         waiting for them; those it removes carried no running job's routes, or those jobs
         are routed again now)."""
-        H, P = self._H, self._P
-        changed = np.zeros(H, bool)
-        changed[(change.links - self.off_ocs) // (P * P)] = True
-        loss, total = circuit_loss(before, self.state.circuits, H, P)
-        try:
-            plan = staged_plan(loss, total, self.iota, changed=changed, time_limit_s=1.0)
-            stages = len(plan.stages)
-        except InfeasibleError:  # one group alone breaks iota: one group per stage
-            stages = int(changed.sum())
+        stages = len(self._stages(change, before))
         self.stats["reconfiguration_stages"] += stages
         return FabricChange(
             delay_s=stages * self.stage_delay_s,
@@ -515,14 +527,7 @@ class LumosCoreFabric(Fabric):
         rerouted onto circuits that are not up yet stalls until its stage is done."""
         H, P = self._H, self._P
         group = (change.links - self.off_ocs) // (P * P)
-        changed = np.zeros(H, bool)
-        changed[group] = True
-        loss, total = circuit_loss(before, self.state.circuits, H, P)
-        try:
-            plan = staged_plan(loss, total, self.iota, changed=changed, time_limit_s=1.0)
-            stages = [list(st) for st in plan.stages] or [[]]
-        except InfeasibleError:  # one group alone breaks iota: one group per stage
-            stages = [[int(h)] for h in np.flatnonzero(changed)]
+        stages = self._stages(change, before) or [[]]
         self.stats["reconfiguration_stages"] += len(stages)
         stage_of = np.zeros(H, np.int64)
         for i, st in enumerate(stages):
@@ -546,10 +551,7 @@ class LumosCoreFabric(Fabric):
         """``links`` (OCS links) at the capacity of the current circuits (a stage of
         :meth:`_staged_in_time` is done)."""
         off = self.off_ocs
-        circuits = np.ascontiguousarray(self.state.circuits, dtype=np.int64)
-        old = np.ascontiguousarray(self.capacity_bps[off:])
-        port = self.spec.port_bps * (_BLACKHOLED if self._switching else 1.0)
-        diff, new_bps = ocs_capacity_diff(circuits, old, self._H, self._P, port)
+        diff, new_bps = self._ocs_diff()
         keep = np.isin(off + diff, links)
         return FabricChange(
             links=(off + diff[keep]).astype(np.int64),
