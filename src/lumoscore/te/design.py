@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 from scipy.optimize import linprog
 
 from lumoscore.errors import ConfigError, SolverError
-from lumoscore.te.lp import two_hop_paths
+from lumoscore.te.lp import path_incidence, two_hop_paths
 from lumoscore.te.matrices import check_traffic
 
 __all__ = ["MAX_DESIGN_PATHS", "RobustDesign", "demand_topology", "full_mesh", "robust_topology"]
@@ -187,25 +187,23 @@ def robust_topology(
     n_pair = iu.size
     up = ~np.eye(P, dtype=bool)
     cols, rows, vals = [], [], []  # the sparse constraint matrix, built in blocks
-    eq_rows, eq_cols, eq_vals, ub_rhs = [], [], [], []
+    eq_rows, eq_cols, eq_vals = [], [], []
     n_var = n_pair + 1  # circuits, then theta, then the flows of every matrix
     n_ub = n_eq = 0
+    lk = np.flatnonzero(up.ravel())  # every directed link: its capacity is its pair's circuits
     for w in chosen:
         d = window[w]
         s, t = np.nonzero(d > 0)
         q, k = two_hop_paths(up, s, t)
         nq = s.size
-        flow = n_var + np.arange(nq + q.size)
-        link = np.concatenate([s * P + t, s[q] * P + k, k * P + t[q]])
-        col = np.concatenate([flow[:nq], flow[nq:], flow[nq:]])
+        link, col, com = path_incidence(P, s, t, np.arange(nq), q, k)
+        flow = n_var + np.arange(com.size)
         rows += [n_ub + link]  # one row per directed link of this matrix
-        cols += [col]
+        cols += [n_var + col]
         vals += [np.ones(col.size)]
-        lk = np.flatnonzero(up.ravel())
         rows += [n_ub + lk]
         cols += [pair.ravel()[lk]]
         vals += [np.full(lk.size, -port_gbps)]
-        com = np.concatenate([np.arange(nq), q])
         eq_rows += [n_eq + com, n_eq + np.arange(nq)]
         eq_cols += [flow, np.full(nq, n_pair)]
         eq_vals += [np.ones(flow.size), -d[s, t]]

@@ -42,6 +42,8 @@ __all__ = [
     "min_mlu",
     "min_mlu_edge_flows",
     "min_mlu_series",
+    "path_incidence",
+    "two_hop_paths",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -134,16 +136,33 @@ def _solve_paths(
 ) -> tuple[FloatArray, float, Any, Any]:
     """The path LP over the direct paths and the two-hop paths ``(q, k)``: column ``j <
     n_direct`` is commodity ``direct[j]``'s direct path, then one column per ``(q, k)``."""
-    P = cap.shape[0]
     direct = np.flatnonzero(cap[s, t] > 0)
-    nd, n2 = direct.size, q.size
-    two = nd + np.arange(n2)
-    link = np.concatenate([s[direct] * P + t[direct], s[q] * P + k, k * P + t[q]])
-    col = np.concatenate([np.arange(nd), two, two])
-    com = np.concatenate([direct, q])
-    a_eq = sp.csr_matrix((np.ones(nd + n2), (com, np.arange(nd + n2))), shape=(s.size, nd + n2 + 1))
+    link, col, com = path_incidence(cap.shape[0], s, t, direct, q, k)
+    n = com.size
+    a_eq = sp.csr_matrix((np.ones(n), (com, np.arange(n))), shape=(s.size, n + 1))
     x, u, li, res = _min_u(cap, link, col, a_eq, tm[s, t])
     return x, u, li, (res, direct)
+
+
+def path_incidence(
+    P: int, s: IntArray, t: IntArray, direct: IntArray, q: IntArray, k: IntArray
+) -> tuple[IntArray, IntArray, IntArray]:
+    """Columns of a path LP over ``P`` pods: first the direct paths of the commodities
+    ``direct``, then the two-hop paths ``(q, k)`` (commodity ``q`` through pod ``k``).
+    Returns ``(link, col, com)``: every (flat link ``i * P + j``, column) incidence, and
+    each column's commodity.
+
+    Examples
+    --------
+    >>> [a.tolist() for a in path_incidence(3, np.array([0]), np.array([1]), np.array([0]),
+    ...                                     np.array([0]), np.array([2]))]
+    [[1, 2, 7], [0, 1, 1], [0, 0]]
+    """
+    nd = direct.size
+    two = nd + np.arange(q.size)
+    link = np.concatenate([s[direct] * P + t[direct], s[q] * P + k, k * P + t[q]])
+    col = np.concatenate([np.arange(nd), two, two])
+    return link, col, np.concatenate([direct, q])
 
 
 def _price(cap: FloatArray, res: Any, links: IntArray, s: IntArray, t: IntArray) -> FloatArray:
