@@ -193,11 +193,11 @@ def _static_runs(exposure: str, names: Sequence[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def _relative(rows: list[dict[str, Any]], base: str, key: str, out: str) -> None:
+def _relative(rows: list[dict[str, Any]], base: str, out: str) -> None:
     """``row[out] = JRT(base) / row's JRT`` among the rows of the same model."""
     ref = {r["model"]: r["jrt_s"] for r in rows if r["architecture"] == base}
     for row in rows:
-        row[out] = ref[row["model"]] / row[key]
+        row[out] = ref[row["model"]] / row["jrt_s"]
 
 
 def run_testbed_static(out_dir: str | Path, *, exposure: str = "research") -> Any:
@@ -209,7 +209,7 @@ def run_testbed_static(out_dir: str | Path, *, exposure: str = "research") -> An
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = _static_runs(exposure, list(testbed_cases()))
-    _relative(rows, "cross", "jrt_s", "throughput_vs_cross")
+    _relative(rows, "cross", "throughput_vs_cross")
     files = _write_table(out, "testbed-static", rows)
     return TaskOutput(tuple(files), tuple(rows))
 
@@ -302,7 +302,7 @@ def run_testbed_minrewiring(
     out.mkdir(parents=True, exist_ok=True)
     names = ["cross", "uniform", "helios"]
     static = _static_runs(exposure, names)
-    _relative(static, "uniform", "jrt_s", "throughput_vs_minrewiring")
+    _relative(static, "uniform", "throughput_vs_minrewiring")
     for row in static:
         row["architecture"] = _MINREWIRING_NAMES[row["architecture"]]
     rows, per_job = _dynamic_runs(seeds, jobs, exposure, names)
