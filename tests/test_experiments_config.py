@@ -200,6 +200,7 @@ def test_every_run_field_is_sweepable(path: str) -> None:
         "link_failures.fraction": [0.0, 0.1],
         "link_failures.rate_per_cable_day": [0.0, 0.5],
         "link_failures.repair_s": [60.0, 120.0],
+        "link_failures.element": ["leaf-spine", "spine-ocs"],
     }[path]
     if values is None:
         return

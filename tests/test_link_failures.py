@@ -118,7 +118,7 @@ def test_a_scripted_failure_reroutes_the_job_on_the_cable() -> None:
 
 def test_link_failures_need_cables_and_valid_parameters() -> None:
     jobs = generate_trace("lumoscore-published", 2, seed=1, cluster_gpus=512).jobs
-    with pytest.raises(ConfigError, match="no leaf-spine cables"):
+    with pytest.raises(ConfigError, match="no leaf-spine links"):
         Simulator(make_fabric("best", 512), jobs, link_failures=LinkFailureModel(fraction=0.1))
     with pytest.raises(ConfigError, match="vClos fabrics"):
         Simulator(make_fabric("vclos", 512), jobs, link_failures=LinkFailureModel(fraction=0.1))
@@ -138,6 +138,26 @@ def test_fig6c_sweep_throughput_falls_with_failures(tmp_path) -> None:
         assert by[(arch, 0.25)]["throughput"] <= 1.0 + 1e-9
         assert by[(arch, 0.25)]["mean_jrt_s"] >= by[(arch, 0.0)]["mean_jrt_s"] - 1e-6
     assert (tmp_path / "fig6c.png").stat().st_size > 0
+
+
+def test_ocs_port_failures_cost_cross_wiring_two_ports_each(tmp_path) -> None:
+    """The OCS-side sweep: Cross and Uniform only (the leaf-spine has no OCS); on Cross, a
+    share of OCS ports down costs more than the same share of spine-OCS fibers (two spine
+    ports per OCS port against one)."""
+    from lumoscore.experiments.robustness import run_link_failure_sweep
+
+    out = run_link_failure_sweep(
+        tmp_path, fractions=(0.0, 0.25), seeds=(1, 2, 3), elements=("spine-ocs", "ocs-port"),
+        name="ocs",
+    )  # fmt: skip
+    by = {(r["element"], r["architecture"], r["failed_share"]): r for r in out.rows}
+    assert {a for _, a, _ in by} == {"cross", "uniform"}
+    assert (
+        by[("ocs-port", "cross", 0.25)]["mean_jrt_s"]
+        > by[("spine-ocs", "cross", 0.25)]["mean_jrt_s"]
+        > by[("spine-ocs", "cross", 0.0)]["mean_jrt_s"]
+    )
+    assert (tmp_path / "ocs.png").stat().st_size > 0
 
 
 def test_a_job_cut_off_by_failures_stalls_until_the_repair() -> None:
@@ -188,19 +208,22 @@ def test_periodic_ocs_switching_costs_less_the_rarer_it_is(tmp_path) -> None:
         LumosCoreFabric(spec, switch_interval_s=2.0, switch_s=3.0)
 
 
-def test_has_cables_says_whether_cables_can_fail() -> None:
-    """Experiments leave link failures out of the architectures without cables
-    (``Fabric.has_cables``): it agrees with :meth:`Fabric.cables` on every architecture."""
+def test_failure_elements_say_what_can_fail() -> None:
+    """Experiments leave link failures out of the architectures that cannot have them
+    (``Fabric.failure_elements``): it agrees with :meth:`Fabric.failure_units` on every
+    architecture and element."""
+    from lumoscore.fabric.base import FAILURE_ELEMENTS
     from lumoscore.fabric.presets import PRESETS
 
     for name in PRESETS:
         fab = make_fabric(name, 512)
-        if fab.has_cables:
-            up, down, bps = fab.cables()
-            assert up.size == down.size > 0 and bps > 0
-        else:
-            with pytest.raises(ConfigError):
-                fab.cables()
+        for element in FAILURE_ELEMENTS:
+            if element in fab.failure_elements:
+                n, bps = fab.failure_units(element)
+                assert n > 0 and bps > 0
+            else:
+                with pytest.raises(ConfigError, match=f"{element}|vClos"):
+                    fab.failure_units(element)
 
 
 def test_a_failure_reconfiguration_is_staged_in_time() -> None:
@@ -248,3 +271,65 @@ def test_a_failure_reconfiguration_is_staged_in_time() -> None:
     assert staged.summary["jobs"] == plain.summary["jobs"] == 12
     assert staged.stats.get("settled_stages", 0) >= 1 and "settled_stages" not in plain.stats
     assert staged.summary["mean_jrt_s"] >= plain.summary["mean_jrt_s"] - 1e-6
+
+
+@pytest.mark.parametrize(("wiring", "per_ocs_port"), [("cross", 2), ("uniform", 1)])
+def test_spine_ocs_and_ocs_port_failures_route_circuits_around_dead_ports(
+    wiring: str, per_ocs_port: int
+) -> None:
+    """A spine-OCS fiber takes one spine port out of service; an OCS port two on Cross Wiring
+    (the Tx of one port, the Rx of its mirror) and one on Uniform. After every failure the
+    configuration is valid, uses no dead port, and keeps every pod pair of the logical
+    topology connected; the repair gives every port back."""
+    from lumoscore.fabric.lumos import LumosCoreFabric
+    from lumoscore.topology import ClusterSpec, verify_circuits
+
+    spec = ClusterSpec(pods=4, k_leaf=8, k_spine=8, tau=2, gpus_per_server=8, ocs_ports=8)
+    jobs = generate_trace("lumoscore-published", 40, seed=2, cluster_gpus=spec.gpus).jobs
+    jobs = [j for j in jobs if j.gpus >= 64][:4]  # cross-pod jobs: circuits to fail
+    solver = "mdmcf" if wiring == "cross" else "helios"
+    fab = LumosCoreFabric(spec, wiring=wiring, solver=solver)
+    for job in jobs:
+        gpus = fab.place(job)
+        if gpus is not None:
+            fab.apply(fab.admit(job.job_id, gpus))
+    assert len(fab.state.circuits)
+    fab.apply(fab.fail_units("ocs-port", [0], True))
+    assert fab.dead_ports().sum() == per_ocs_port
+    rng = np.random.default_rng(0)
+    n, _ = fab.failure_units("spine-ocs")
+    for units in np.split(rng.permutation(n)[:24], 3):
+        fab.apply(fab.fail_units("spine-ocs", units, True))
+        dead = fab.dead_ports()
+        c = fab.state.circuits
+        assert not (dead[c[:, 0], c[:, 2], c[:, 3]] | dead[c[:, 0], c[:, 4], c[:, 5]]).any()
+        assert verify_circuits(fab.wiring, c, None) == []
+        need = fab.state.logical.C.sum(axis=0) > 0
+        got = np.zeros_like(need)
+        got[c[:, 2], c[:, 4]] = True
+        assert (got | ~need).all()  # every pod pair the jobs need keeps a circuit
+    fab.apply(fab.fail_units("ocs-port", [0], False))
+    fab.apply(fab.fail_units("spine-ocs", np.arange(n), False))
+    assert not fab.dead_ports().any() and fab.state.spine_ports is None
+
+
+def test_port_failure_runs_finish_every_job() -> None:
+    """Poisson spine-OCS and OCS-port failures with repairs during a run on LumosCore, and
+    tier-2 uplink failures on a 3-tier Clos: every job finishes and every failure is
+    recorded. (A job can end up faster: LumosCore's reconfiguration after a failure designs
+    the whole logical topology again, which can beat the incremental one it replaces.)"""
+    jobs = generate_trace("lumoscore-published", 12, seed=3, cluster_gpus=512).jobs
+    for arch, element in (
+        ("lumoscore-25.6T-tau1", "spine-ocs"),
+        ("lumoscore-25.6T-tau1", "ocs-port"),
+        ("clos-25.6T-3tier", "spine-ocs"),
+    ):
+        lf = LinkFailureModel(rate_per_cable_day=2.0, repair_s=1800.0, element=element)
+        res = Simulator(make_fabric(arch, 512), jobs, link_failures=lf).run()
+        assert res.summary["jobs"] == len(jobs)
+        assert res.summary["link_failures"] > 0 and res.summary["link_repairs"] > 0
+    with pytest.raises(ConfigError, match="ocs-port"):
+        Simulator(make_fabric("clos-25.6T-3tier", 512), jobs,
+                  link_failures=LinkFailureModel(fraction=0.1, element="ocs-port"))  # fmt: skip
+    with pytest.raises(ConfigError, match="element must be one of"):
+        LinkFailureModel(element="spine")

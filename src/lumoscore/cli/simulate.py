@@ -138,19 +138,27 @@ def simulate(
         float,
         typer.Option(
             "--link-fraction",
-            help="Share of the leaf-spine cables down from the start, never repaired [0, 1).",
+            help="Share of the --link-element units down from the start, never repaired [0, 1).",
         ),
     ] = 0.0,
     link_rate: Annotated[
         float,
         typer.Option(
             "--link-rate",
-            help="Poisson cable failures per cable per day (repaired after --link-repair seconds).",
+            help="Poisson failures per unit per day (repaired after --link-repair seconds).",
         ),
     ] = 0.0,
     link_repair: Annotated[
-        float, typer.Option("--link-repair", help="Repair time of a failed cable, s.")
+        float, typer.Option("--link-repair", help="Repair time of a failed unit, s.")
     ] = 3600.0,
+    link_element: Annotated[
+        str,
+        typer.Option(
+            "--link-element",
+            help="What fails: leaf-spine (cables), spine-ocs (LumosCore's spine-OCS fibers; "
+            "a Clos's tier-2 uplinks) or ocs-port (LumosCore).",
+        ),
+    ] = "leaf-spine",
     seed: Annotated[
         int, typer.Option("--seed", help="Seed of the trace and of every random choice.")
     ] = 0,
@@ -201,7 +209,10 @@ def simulate(
 
     options = parse_options(option or [])
     links = LinkFailureModel(
-        fraction=link_fraction, rate_per_cable_day=link_rate, repair_s=link_repair
+        fraction=link_fraction,
+        rate_per_cable_day=link_rate,
+        repair_s=link_repair,
+        element=link_element,
     )
     fabric = make_fabric(arch, gpus, routing=routing, seed=seed, **options)
     if trace is not None:
@@ -252,6 +263,7 @@ def simulate(
             "fraction": link_fraction,
             "rate_per_cable_day": link_rate,
             "repair_s": link_repair,
+            **({"element": link_element} if link_element != "leaf-spine" else {}),
         },
         "queue": queue,
         "seed": seed,

@@ -90,10 +90,10 @@ def _canonical_arch(name: str) -> str:
         raise ValueError(str(exc)) from exc
 
 
-def _has_cables(arch: str) -> bool:
-    """Whether the architecture's fabric has leaf-spine cables that can fail (Best and the
-    vClos clusters have none)."""
-    return bool(architecture(arch)[1].fabric_class.has_cables)
+def _can_fail(arch: str, element: str) -> bool:
+    """Whether the architecture's fabric has ``element`` units that can fail (Best and the
+    vClos clusters have none; OCS ports are LumosCore's)."""
+    return element in architecture(arch)[1].fabric_class.failure_elements
 
 
 def _routes_one_way(arch: str) -> bool:
@@ -147,8 +147,8 @@ class FailureConfig(BaseModel):
 
 
 class LinkFailureConfig(BaseModel):
-    """Leaf-spine cable failures (:class:`~lumoscore.sim.link_failures.LinkFailureModel`);
-    default: none.
+    """Link failures (:class:`~lumoscore.sim.link_failures.LinkFailureModel`): leaf-spine
+    cables, spine-OCS fibers or OCS ports (``element``); default: none.
 
     Examples
     --------
@@ -161,12 +161,21 @@ class LinkFailureConfig(BaseModel):
     fraction: float = Field(0.0, ge=0, lt=1)
     rate_per_cable_day: float = Field(0.0, ge=0, allow_inf_nan=False)
     repair_s: float = Field(3600.0, gt=0, allow_inf_nan=False)
+    element: Literal["leaf-spine", "spine-ocs", "ocs-port"] = "leaf-spine"
 
     @property
     def is_default(self) -> bool:
         """No cable ever fails (whatever ``repair_s``): the run is the same as without the
         field, which store keys then leave out."""
         return self.fraction == 0 and self.rate_per_cable_day == 0
+
+    def key(self) -> dict[str, Any]:
+        """The fields as a run's store key holds them (``element`` only when not the
+        default, so keys of leaf-spine failure runs stay those they always were)."""
+        d = self.model_dump()
+        if d["element"] == "leaf-spine":
+            del d["element"]
+        return d
 
     def to_model(self) -> LinkFailureModel:
         """The simulator's :class:`~lumoscore.sim.link_failures.LinkFailureModel`."""
@@ -329,7 +338,7 @@ class RunConfig(BaseModel):
             try:
                 fabric = self.make_fabric()
                 if links:
-                    fabric.cables()  # link failures need leaf-spine cables
+                    fabric.failure_units(self.link_failures.element)  # units that can fail
             except ConfigError as exc:
                 raise ValueError(f"{exc} (arch {self.arch!r})") from None
             except (TypeError, ValueError) as exc:  # an option value the fabric cannot take
@@ -600,8 +609,9 @@ class ExperimentConfig(BaseModel):
             "failures": self.failures.model_dump(),
             **(
                 {}
-                if self.link_failures == LinkFailureConfig() or not _has_cables(arch)
-                else {"link_failures": self.link_failures.model_dump()}
+                if self.link_failures == LinkFailureConfig()
+                or not _can_fail(arch, self.link_failures.element)
+                else {"link_failures": self.link_failures.key()}
             ),
         }
 
@@ -666,11 +676,14 @@ def expand(config: ExperimentConfig) -> list[RunConfig]:
                 doc = config.base(arch)
                 doc["gpus"] = gpus
                 doc["seed"] = seed
+                element = dict(zip(axes, combo, strict=True)).get(
+                    "link_failures.element", config.link_failures.element
+                )
                 for path, value in zip(axes, combo, strict=True):
                     if path == "routing" and _routes_one_way(arch):
                         value = None
-                    if path.startswith("link_failures.") and not _has_cables(arch):
-                        continue  # Best and the vClos clusters have no cables to fail
+                    if path.startswith("link_failures.") and not _can_fail(arch, element):
+                        continue  # e.g. Best and the vClos clusters have nothing to fail
                     _set_path(doc, path, value)
                 try:
                     run = RunConfig.model_validate(doc)

@@ -29,6 +29,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import time
@@ -1065,6 +1066,24 @@ def _task_presets() -> list[PaperPreset]:
             task=run_link_failure_sweep,
             tiny={"fractions": (0.0, 0.2), "seeds": (1,)},
             full_command="lumos run --preset fig6c",
+        ),
+        PaperPreset(
+            name="fig6c-ocs",
+            title="Throughput of one job under spine-OCS fiber and OCS-port failures",
+            paper="LumosCore Fig. 6(c), Cross Wiring Fig. 8(b) (the OCS side)",
+            description=(
+                "fig6c's testbed and job with 0-30 % of the spine-OCS fibers or of the OCS "
+                "ports down (Cross and Uniform Wiring; the leaf-spine has neither), seeds "
+                "1-10: throughput relative to no failure. On Cross Wiring an OCS port "
+                "carries the Tx of one spine port and the Rx of its mirror, so it takes two "
+                "spine ports down. Seconds."
+            ),
+            kind="task",
+            task=functools.partial(
+                run_link_failure_sweep, elements=("spine-ocs", "ocs-port"), name="fig6c-ocs"
+            ),
+            tiny={"fractions": (0.0, 0.2), "seeds": (1,)},
+            full_command="lumos run --preset fig6c-ocs",
         ),
         PaperPreset(
             name="fig10",

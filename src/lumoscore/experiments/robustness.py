@@ -57,63 +57,81 @@ def run_link_failure_sweep(
     fractions: Sequence[float] = FIG6C_FRACTIONS,
     seeds: Sequence[int] = tuple(range(1, 11)),
     exposure: str = "research",
+    elements: Sequence[str] = ("leaf-spine",),
+    name: str = "fig6c",
 ) -> Any:
     """LumosCore Fig. 6(c) / Cross Wiring Fig. 8(b): the testbed job's throughput against
-    the share of failed leaf-spine cables (module docstring). Returns a
-    :class:`~lumoscore.experiments.presets.TaskOutput` with one row per architecture and
-    share."""
+    the share of failed units of each of ``elements`` (module docstring; an architecture
+    without units of an element, e.g. the leaf-spine's OCS ports, is left out of its
+    sweep). Writes ``<name>.csv``/``.md``/``.png``/``.svg``; returns a
+    :class:`~lumoscore.experiments.presets.TaskOutput` with one row per element,
+    architecture and share."""
     from lumoscore.experiments.presets import TaskOutput, _new_figure, _save_figure, _write_table
     from lumoscore.sim import Simulator
     from lumoscore.sim.link_failures import LinkFailureModel
     from lumoscore.workload import Job
 
-    if not fractions or not seeds:
-        raise ConfigError("fractions and seeds must be non-empty")
+    if not fractions or not seeds or not elements:
+        raise ConfigError("fractions, seeds and elements must be non-empty")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model, gpus, tp, pp, dp = TESTBED_JOB
     job = Job(job_id=0, arrival_s=0.0, gpus=gpus, model=model, tp=tp, pp=pp, dp=dp, ep=tp,
               iterations=20, duration_s=3600.0)  # fmt: skip
-    jrt: dict[tuple[str, float], list[float]] = {}
+    jrt: dict[tuple[str, str, float], list[float]] = {}
     for seed in seeds:
         cases = testbed_cases(seed=int(seed), ecmp=True, reconfig_delay_s=0.0)
-        for name, build in cases.items():
-            if name == "helios":  # same wiring as uniform: the failures see no difference
+        for arch, build in cases.items():
+            if arch == "helios":  # same wiring as uniform: the failures see no difference
                 continue
-            for f in fractions:
-                res = Simulator(
-                    build(), [job], exposure=exposure, seed=int(seed),
-                    link_failures=LinkFailureModel(fraction=float(f)),
-                ).run()  # fmt: skip
-                jrt.setdefault((name, float(f)), []).append(float(res.jobs["jrt_s"].iloc[0]))
-    names = [n for n in testbed_cases() if n != "helios"]
+            for element in elements:
+                if element not in build().failure_elements:
+                    continue
+                for f in fractions:
+                    lf = LinkFailureModel(fraction=float(f), element=element)
+                    res = Simulator(
+                        build(), [job], exposure=exposure, seed=int(seed), link_failures=lf
+                    ).run()
+                    jrt.setdefault((element, arch, float(f)), []).append(
+                        float(res.jobs["jrt_s"].iloc[0])
+                    )
     rows: list[dict[str, Any]] = []
-    for name in names:
-        base = np.array(jrt[(name, float(fractions[0]))])
+    for element, arch in dict.fromkeys((e, a) for e, a, _ in jrt):
+        base = np.array(jrt[(element, arch, float(fractions[0]))])
         for f in fractions:
-            x = np.array(jrt[(name, float(f))])
+            x = np.array(jrt[(element, arch, float(f))])
             ok = np.isfinite(x) & np.isfinite(base)
             rows.append({
-                "architecture": name,
+                "element": element,
+                "architecture": arch,
                 "failed_share": float(f),
                 "mean_jrt_s": float(np.nanmean(x)) if np.isfinite(x).any() else float("nan"),
                 "throughput": float(np.mean(base[ok] / x[ok])) if ok.any() else float("nan"),
                 "unroutable_runs": int((~np.isfinite(x)).sum()),
                 "runs": int(x.size),
             })  # fmt: skip
-    files = _write_table(out, "fig6c", rows)
+    files = _write_table(out, name, rows)
     fig = _new_figure()
-    ax = fig.add_subplot()
-    for i, name in enumerate(names):
-        sel = [r for r in rows if r["architecture"] == name]
-        ax.plot([100 * r["failed_share"] for r in sel], [r["throughput"] for r in sel],
-                marker="o", color=f"C{i}", label=name)  # fmt: skip
-    ax.set_xlabel("leaf-spine cables down (%)")
-    ax.set_ylabel(f"throughput vs no failure (share of {fractions[0]:g})")
-    ax.set_title("LumosCore Fig. 6(c) / Cross Wiring Fig. 8(b): 96-GPU llama2-13B job")
-    ax.legend(fontsize=8)
-    files += _save_figure(fig, out, "fig6c")
+    axes = fig.subplots(1, len(elements), squeeze=False)[0]
+    for ax, element in zip(axes, elements, strict=True):
+        arches = list(dict.fromkeys(r["architecture"] for r in rows if r["element"] == element))
+        for i, arch in enumerate(arches):
+            sel = [r for r in rows if r["architecture"] == arch and r["element"] == element]
+            ax.plot([100 * r["failed_share"] for r in sel], [r["throughput"] for r in sel],
+                    marker="o", color=f"C{i}", label=arch)  # fmt: skip
+        ax.set_xlabel(f"{_ELEMENT_LABEL.get(element, element)} down (%)")
+        ax.set_ylabel(f"throughput vs no failure (share of {fractions[0]:g})")
+        ax.legend(fontsize=8)
+    fig.suptitle("96-GPU llama2-13B job on the 128-GPU testbed under link failures")
+    files += _save_figure(fig, out, name)
     return TaskOutput(tuple(files), tuple(rows))
+
+
+_ELEMENT_LABEL = {
+    "leaf-spine": "leaf-spine cables",
+    "spine-ocs": "spine-OCS fibers",
+    "ocs-port": "OCS ports",
+}
 
 
 #: Periodic OCS switching intervals of LumosCore Table 5 / Cross Wiring Table 4 (s; ``0``:

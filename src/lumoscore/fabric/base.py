@@ -25,6 +25,7 @@ from lumoscore.fabric.routing import ROUTINGS
 from lumoscore.topology.cluster import ClusterSpec
 
 __all__ = [
+    "FAILURE_ELEMENTS",
     "REHASH_TRIES",
     "Fabric",
     "FabricChange",
@@ -33,6 +34,12 @@ __all__ = [
     "check_positive",
     "geometry_spec",
 ]
+
+#: What can fail (:meth:`Fabric.fail_units`): a leaf-spine cable; a spine's uplink (on
+#: LumosCore the fiber between a spine port and its OCS, on a Clos of 3+ tiers the cable from
+#: a tier-2 switch to tier 3); an OCS port (LumosCore only; on Cross Wiring it carries the Tx
+#: of one spine port and the Rx of another, so both lose their links).
+FAILURE_ELEMENTS: tuple[str, ...] = ("leaf-spine", "spine-ocs", "ocs-port")
 
 #: Flow keys a flow tries (``key + c * REHASH_STEP``, ``c = 1 ..``) to find a route that
 #: avoids failed links (:meth:`Fabric.live_routes`): ECMP re-hashing over the surviving paths.
@@ -291,48 +298,73 @@ class Fabric(ABC):
     #: ``(n_links,)`` links that failed cables took down entirely; ``None`` before the
     #: first failure.
     dead_links: NDArray[np.bool_] | None = None
-    #: The fabric has leaf-spine cables that can fail (:meth:`cables`).
-    has_cables: bool = False
-    _cable_failed: NDArray[np.bool_] | None = None
+    #: What can fail on the fabric (:data:`FAILURE_ELEMENTS`, :meth:`fail_units`).
+    failure_elements: tuple[str, ...] = ()
+    #: Failed cables per element (:meth:`_cable_change`).
+    _cable_failed: dict[str, NDArray[np.bool_]] | None = None
     _cable_healthy: NDArray[np.float64] | None = None
 
-    def cables(self) -> tuple[IntArray, IntArray, float]:
-        """The leaf-spine cables failures act on: ``(up, down, bps)``, the up link and the
-        down link each cable is part of, and its speed (a link may hold several cables,
-        e.g. LumosCore's ``tau`` parallel ones). Default: a fabric without such cables."""
-        raise ConfigError(
-            f"fabric {getattr(self, 'name', type(self).__name__)!r} has no leaf-spine cables "
-            "to fail (link failures apply to Clos, leaf-spine and LumosCore fabrics)"
+    def cables(self, element: str = "leaf-spine") -> tuple[IntArray, IntArray, float]:
+        """The cables of ``element`` (:data:`FAILURE_ELEMENTS`) failures act on: ``(up, down,
+        bps)``, the up link and the down link each cable is part of, and its speed (a link
+        may hold several cables, e.g. LumosCore's ``tau`` parallel ones). Default: a fabric
+        without such cables."""
+        raise self._no_element(element)
+
+    def _no_element(self, element: str) -> ConfigError:
+        name = getattr(self, "name", type(self).__name__)
+        if element not in FAILURE_ELEMENTS:
+            return ConfigError(
+                f"link failures: element must be one of {', '.join(FAILURE_ELEMENTS)}, got "
+                f"{element!r}"
+            )
+        return ConfigError(
+            f"fabric {name!r} has no {element} links to fail (leaf-spine: Clos, leaf-spine "
+            "and LumosCore fabrics; spine-ocs: LumosCore and Clos of 3+ tiers; ocs-port: "
+            "LumosCore)"
         )
 
+    def failure_units(self, element: str = "leaf-spine") -> tuple[int, float]:
+        """How many units of ``element`` can fail, and the capacity one carries (bps).
+        Default: the :meth:`cables` of the element."""
+        up, _, bps = self.cables(element)
+        return int(up.size), bps
+
+    def fail_units(self, element: str, units: ArrayLike, fail: bool) -> FabricChange:
+        """Units of ``element`` (indices below :meth:`failure_units`) go down (``fail``) or
+        come back: the capacity change to apply. Routes must then avoid :attr:`dead_links`
+        (:meth:`live_routes`). Default: the element's :meth:`cables`."""
+        return self._cable_change(units, fail, element)
+
     def fail_cables(self, cables: ArrayLike) -> FabricChange:
-        """Cables go down (indices into :meth:`cables`): the capacity change to apply (a
-        link loses a cable's speed per failed cable). Routes must then avoid
-        :attr:`dead_links` (:meth:`live_routes`)."""
-        return self._cable_change(cables, True)
+        """Leaf-spine cables go down (indices into :meth:`cables`): the capacity change to
+        apply (a link loses a cable's speed per failed cable)."""
+        return self.fail_units("leaf-spine", cables, True)
 
     def repair_cables(self, cables: ArrayLike) -> FabricChange:
-        """Failed cables are back: the capacity change to apply."""
-        return self._cable_change(cables, False)
+        """Failed leaf-spine cables are back: the capacity change to apply."""
+        return self.fail_units("leaf-spine", cables, False)
 
-    def _cable_change(self, cables: ArrayLike, fail: bool) -> FabricChange:
-        up, down, bps = self.cables()
+    def _cable_change(self, cables: ArrayLike, fail: bool, element: str) -> FabricChange:
+        up, down, _ = self.cables(element)
         idx = np.unique(np.asarray(cables, dtype=np.int64))
         if idx.size and (idx[0] < 0 or idx[-1] >= up.size):
             raise PreconditionError(f"cable ids must be in [0, {up.size}), got {idx.tolist()}")
-        if self._cable_failed is None:
-            self._cable_failed = np.zeros(up.size, np.bool_)
+        if self._cable_healthy is None:
+            self._cable_failed = {}
             self._cable_healthy = self.capacity_bps.copy()
             self.dead_links = np.zeros(self.n_links, np.bool_)
-        assert self._cable_healthy is not None and self.dead_links is not None
-        idx = idx[self._cable_failed[idx] != fail]
-        self._cable_failed[idx] = fail
+        assert self._cable_failed is not None and self.dead_links is not None
+        failed = self._cable_failed.setdefault(element, np.zeros(up.size, np.bool_))
+        idx = idx[failed[idx] != fail]
+        failed[idx] = fail
         links = np.unique(np.concatenate([up[idx], down[idx]]))
-        failed = self._cable_failed
-        lost = np.bincount(up[failed], minlength=self.n_links) + np.bincount(
-            down[failed], minlength=self.n_links
-        )
-        new = np.maximum(self._cable_healthy[links] - lost[links] * bps, 0.0)
+        lost = np.zeros(self.n_links)
+        for el, f in self._cable_failed.items():
+            u, d, b = self.cables(el)
+            lost += b * (np.bincount(u[f], minlength=self.n_links)
+                         + np.bincount(d[f], minlength=self.n_links))  # fmt: skip
+        new = np.maximum(self._cable_healthy[links] - lost[links], 0.0)
         self.dead_links[links] = new <= 0.0
         verb = "fail" if fail else "repair"
         return FabricChange(links=links, capacity_bps=new, note=f"{verb} {idx.size} cable(s)")

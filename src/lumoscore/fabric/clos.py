@@ -269,7 +269,7 @@ class ClosFabric(Fabric):
     """
 
     routings = ("ecmp", "balanced", "source", "probing", "ideal")
-    has_cables = True
+    failure_elements = ("leaf-spine", "spine-ocs")  # spine-ocs: 3+ tiers
 
     def __init__(
         self,
@@ -396,9 +396,11 @@ class ClosFabric(Fabric):
         )
 
     # ------------------------------------------------------------------ geometry
-    def cables(self) -> tuple[IntArray, IntArray, float]:
-        """Leaf uplink cables (tier 1 <-> tier 2): cable ``leaf * u + p`` is up-port ``p`` of
-        ``leaf``; its up and down links, and the port speed.
+    def cables(self, element: str = "leaf-spine") -> tuple[IntArray, IntArray, float]:
+        """Uplink cables: ``leaf-spine`` (tier 1 <-> tier 2), cable ``leaf * u + p`` is
+        up-port ``p`` of ``leaf``; ``spine-ocs`` (tier 2 <-> tier 3, 3+ tiers only), cable
+        ``switch * k + p`` is up-port ``p`` of a tier-2 switch; their up and down links, and
+        the port speed.
 
         Examples
         --------
@@ -407,9 +409,12 @@ class ClosFabric(Fabric):
         >>> up.size, int(up[0]), int(down[0]), bps
         (32, 64, 96, 400000000000.0)
         """
-        n = self.leaves * self._ports[1]
-        up = self._off_up[1] + np.arange(n, dtype=np.int64)
-        return up, up + (self._off_down[1] - self._off_up[1]), self.port_gbps * 1e9
+        tier = {"leaf-spine": 1, "spine-ocs": 2}.get(element, 0)
+        if not 0 < tier < self.tiers:
+            raise self._no_element(element)
+        n = self._nsw[tier] * self._ports[tier]
+        up = self._off_up[tier] + np.arange(n, dtype=np.int64)
+        return up, up + (self._off_down[tier] - self._off_up[tier]), self.port_gbps * 1e9
 
     def attachment(self, gpu: IntArray) -> tuple[IntArray, IntArray]:
         """Leaf and GPU-port index (in its leaf) of each GPU.

@@ -183,7 +183,7 @@ class LeafSpineFabric(Fabric):
     """
 
     routings = ("ecmp", "balanced", "source", "ideal")
-    has_cables = True
+    failure_elements = ("leaf-spine",)
     #: The vClos paper's scheduler: the GPUs OCS-vClos would choose, nothing reserved.
     default_placer = "vclos"
 
@@ -237,9 +237,11 @@ class LeafSpineFabric(Fabric):
         """Link entering a leaf through uplink ``port``."""
         return 2 * self.gpus + self.L * self.S + np.asarray(port, dtype=np.int64)
 
-    def cables(self) -> tuple[IntArray, IntArray, float]:
-        """Leaf uplink cables: cable ``q`` is port ``q`` (leaf ``q // S``, spine ``q % S``);
-        its up and down links, and the port speed."""
+    def cables(self, element: str = "leaf-spine") -> tuple[IntArray, IntArray, float]:
+        """Leaf uplink cables (the only element): cable ``q`` is port ``q`` (leaf ``q // S``,
+        spine ``q % S``); its up and down links, and the port speed."""
+        if element != "leaf-spine":
+            raise self._no_element(element)
         q = np.arange(self.L * self.S, dtype=np.int64)
         return self.up_link(q), self.down_link(q), self.port_gbps * 1e9
 
@@ -313,7 +315,7 @@ class VClosFabric(LeafSpineFabric):
     """
 
     routings = ("vclos",)
-    has_cables = False  # a virtual Clos reserves its links (see cables)
+    failure_elements = ()  # a virtual Clos reserves its links (see cables)
     routing = "vclos"
     default_placer = "fabric"
 
@@ -347,7 +349,7 @@ class VClosFabric(LeafSpineFabric):
         self._vleaf = np.full(self.gpus, -1, np.int64)
         self._pos = np.full(self.gpus, -1, np.int64)
 
-    def cables(self) -> tuple[IntArray, IntArray, float]:
+    def cables(self, element: str = "leaf-spine") -> tuple[IntArray, IntArray, float]:
         """Not modelled: a virtual Clos reserves its links, and the allocators have no rule
         for a reserved link that fails."""
         raise ConfigError(

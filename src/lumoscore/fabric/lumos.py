@@ -79,7 +79,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
-from lumoscore.fabric.base import Fabric, FabricChange, IntArray, Routes, check_positive
+from lumoscore.fabric.base import (
+    FAILURE_ELEMENTS,
+    Fabric,
+    FabricChange,
+    IntArray,
+    Routes,
+    check_positive,
+)
 from lumoscore.fabric.hashing import flow_hash
 from lumoscore.fabric.lumos_kernels import (
     classify_flows,
@@ -251,7 +258,7 @@ class LumosCoreFabric(Fabric):
     """
 
     routings = ("planned", "ecmp", "probing", "ideal")
-    has_cables = True
+    failure_elements = FAILURE_ELEMENTS
     default_placer = "fabric"  # placement, logical topology and OCS configuration together
 
     def __init__(
@@ -302,6 +309,8 @@ class LumosCoreFabric(Fabric):
             if solver in ("mdmcf", "mcf")
             else self.wiring
         )
+        # failed spine-OCS fibers and OCS ports (fail_units), per element
+        self._port_failed: dict[str, NDArray[np.bool_]] = {}
         self.reconfig_delay_s = float(reconfig_delay_s)
         if not (switch_interval_s >= 0 and np.isfinite(switch_interval_s)):
             raise ConfigError(
@@ -652,30 +661,88 @@ class LumosCoreFabric(Fabric):
             self.stats["reconfigurations"] += 1
         return change
 
-    def cables(self) -> tuple[IntArray, IntArray, float]:
+    def cables(self, element: str = "leaf-spine") -> tuple[IntArray, IntArray, float]:
         """The ``tau`` parallel cables of every leaf and spine ``h`` of its pod: cable
         ``(leaf * H + h) * tau + t``; its up and down links (one link holds the ``tau``
-        cables of a pair) and the port speed."""
+        cables of a pair) and the port speed. (``spine-ocs`` and ``ocs-port`` failures
+        act on OCS ports, not on links: :meth:`fail_units`.)"""
+        if element != "leaf-spine":
+            raise self._no_element(element)
         n, H, tau = self._n, self._H, self.spec.tau
         pair = np.repeat(np.arange(n * H, dtype=np.int64), tau)
         return self.off_leaf_up + pair, self.off_leaf_down + pair, self.spec.port_bps
 
-    def _cable_change(self, cables: ArrayLike, fail: bool) -> FabricChange:
-        """Cables down or back: the leaf links' capacities. On a failure, LumosCore's
-        reaction: the logical topology and the OCS configuration recomputed on the leaves'
-        working links (:func:`lumoscore.placement.reconfigure`); the running jobs whose routes
-        crossed a circuit that went away are routed again (those crossing a link that died,
-        by the simulator). A repair only gives the capacity back (the running jobs' topology stays
-        valid); the next admission designs on the repaired links."""
-        leaf = super()._cable_change(cables, fail)
-        if leaf.empty:
-            return leaf
-        assert self._cable_failed is not None and self.state.failed_links is not None
-        n, H = self._n, self._H
-        self.state.failed_links[:] = self._cable_failed.reshape(n, H, -1).sum(axis=2)
+    def _ocs_ports(self) -> tuple[IntArray, IntArray, IntArray]:
+        """The wired OCS ports (ascending keys ``(h * n_ocs + ocs) * Q + port``) and the key
+        of the OCS port the Tx and the Rx of every spine port ``(H, P, K)`` is wired to."""
+        w = self.wiring
+        n_ocs = int(max(w.tx_ocs.max(), w.rx_ocs.max())) + 1
+        Q = int(max(w.tx_ocs_port.max(), w.rx_ocs_port.max())) + 1
+        h = np.arange(self._H)[:, None, None]
+        tx = (h * n_ocs + w.tx_ocs) * Q + w.tx_ocs_port
+        rx = (h * n_ocs + w.rx_ocs) * Q + w.rx_ocs_port
+        return np.unique(np.concatenate([tx.ravel(), rx.ravel()])), tx, rx
+
+    def failure_units(self, element: str = "leaf-spine") -> tuple[int, float]:
+        """Leaf-spine cables (:meth:`cables`); ``spine-ocs``: every spine's OCS-facing ports,
+        unit ``(h * P + pod) * K + port`` (:attr:`wiring` order); ``ocs-port``: the wired
+        OCS ports, in ascending ``(group, OCS, port)``."""
+        if element == "spine-ocs":
+            return int(np.prod(self.wiring.tx_ocs.shape)), self.spec.port_bps
+        if element == "ocs-port":
+            return int(self._ocs_ports()[0].size), self.spec.port_bps
+        return super().failure_units(element)
+
+    def fail_units(self, element: str, units: ArrayLike, fail: bool) -> FabricChange:
+        """Leaf-spine cables as :meth:`Fabric.fail_units`; spine-OCS fibers and OCS ports
+        take spine ports out of service: the logical topology is designed again within
+        every spine's working ports and the OCS configuration computed around the dead
+        ones (:meth:`~lumoscore.toe.PortModel.without_ports`; running jobs whose circuits
+        go are routed again). A repair gives the ports back and reconfigures likewise."""
+        if element not in ("spine-ocs", "ocs-port"):
+            return super().fail_units(element, units, fail)
+        if getattr(self.wiring, "coupled", False):
+            raise ConfigError(
+                f"link failures: {element} failures are not modelled on {self.wiring_kind} "
+                "wiring (its lanes are coupled in pairs); use cross, uniform or dual-link"
+            )
+        n, _ = self.failure_units(element)
+        idx = np.unique(np.asarray(units, dtype=np.int64))
+        if idx.size and (idx[0] < 0 or idx[-1] >= n):
+            raise PreconditionError(f"{element} ids must be in [0, {n}), got {idx.tolist()}")
+        failed = self._port_failed.setdefault(element, np.zeros(n, np.bool_))
+        idx = idx[failed[idx] != fail]
+        if not idx.size:
+            return FabricChange()
+        failed[idx] = fail
+        dead = self.dead_ports()
+        base = PortModel.from_wiring(self.wiring, mirror=self.solver in ("mdmcf", "mcf"))
+        self._toe_wiring = base.without_ports(dead) if dead.any() else (
+            base if self.solver in ("mdmcf", "mcf") else self.wiring
+        )  # fmt: skip
+        working = self.spec.k_spine - dead.sum(axis=2)
+        self.state.spine_ports = working if dead.any() else None
         self._free_cache = None
-        if not fail:
-            return leaf
+        verb = "fail" if fail else "repair"
+        return self._reconfigure_around(f"{verb} {idx.size} {element} port(s)")
+
+    def dead_ports(self) -> NDArray[np.bool_]:
+        """Spine ports ``(H, P, K)`` out of service: their fiber to the OCS failed, or the
+        OCS port their Tx or Rx is wired to."""
+        shape = self.wiring.tx_ocs.shape
+        dead = np.zeros(shape, bool)
+        if "spine-ocs" in self._port_failed:
+            dead |= self._port_failed["spine-ocs"].reshape(shape)
+        if "ocs-port" in self._port_failed:
+            keys, tx, rx = self._ocs_ports()
+            down = keys[self._port_failed["ocs-port"]]
+            dead |= np.isin(tx, down) | np.isin(rx, down)
+        return dead
+
+    def _reconfigure_around(self, note: str) -> FabricChange:
+        """LumosCore's reaction to a failure: the logical topology and the OCS configuration
+        recomputed on the working links and ports (:func:`lumoscore.placement.reconfigure`),
+        staged in time when ``stage_delay_s > 0``."""
         opts = self.admit_options
         before = np.array(self.state.circuits, dtype=np.int64)
         reconfigure(
@@ -685,11 +752,30 @@ class LumosCoreFabric(Fabric):
             method=opts.get("logical_method", "auto"),
             backup=bool(opts.get("backup", False)),
         )
-        ocs = self._ocs_change(0.0, leaf.note)
+        ocs = self._ocs_change(0.0, note)
         if not ocs.empty:
             self.stats["reconfigurations"] += 1
             if self.stage_delay_s > 0:
                 ocs = self._staged_in_time(ocs, before)
+        return ocs
+
+    def _cable_change(self, cables: ArrayLike, fail: bool, element: str) -> FabricChange:
+        """Cables down or back: the leaf links' capacities. On a failure, LumosCore's
+        reaction: the logical topology and the OCS configuration recomputed on the leaves'
+        working links (:func:`lumoscore.placement.reconfigure`); the running jobs whose routes
+        crossed a circuit that went away are routed again (those crossing a link that died,
+        by the simulator). A repair only gives the capacity back (the running jobs' topology stays
+        valid); the next admission designs on the repaired links."""
+        leaf = super()._cable_change(cables, fail, element)
+        if leaf.empty:
+            return leaf
+        assert self._cable_failed is not None and self.state.failed_links is not None
+        n, H = self._n, self._H
+        self.state.failed_links[:] = self._cable_failed[element].reshape(n, H, -1).sum(axis=2)
+        self._free_cache = None
+        if not fail:
+            return leaf
+        ocs = self._reconfigure_around(leaf.note)
         return FabricChange(
             links=np.concatenate([leaf.links, ocs.links]),
             capacity_bps=np.concatenate([leaf.capacity_bps, ocs.capacity_bps]),

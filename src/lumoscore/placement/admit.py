@@ -203,9 +203,10 @@ class Admission:
         return None if self.reconfiguration is None else self.reconfiguration.plan
 
 
-def feasible_demand(C: Any, k_spine: int) -> IntArray:
-    """Scale ``C`` down symmetrically so no spine needs more than ``k_spine`` OCS ports,
-    keeping every pod pair of ``C`` connected.
+def feasible_demand(C: Any, k_spine: Any) -> IntArray:
+    """Scale ``C`` down symmetrically so no spine needs more than ``k_spine`` OCS ports
+    (one number, or ``(H, P)`` per spine: its working ports), keeping every pod pair of
+    ``C`` connected.
 
     A pod pair whose requirements are scaled down must keep at least one circuit: the jobs'
     flows between the two pods need one (LumosCore §4.2: the logical topology serves every
@@ -231,6 +232,7 @@ def feasible_demand(C: Any, k_spine: int) -> IntArray:
     """
     Cm = np.asarray(C, dtype=np.int64)
     rows = Cm.sum(axis=2)
+    k_spine = np.broadcast_to(np.asarray(k_spine, dtype=np.int64), rows.shape)
     if (rows <= k_spine).all():
         return Cm
     pos = Cm > 0
@@ -245,7 +247,7 @@ def feasible_demand(C: Any, k_spine: int) -> IntArray:
     for h in np.flatnonzero((out.sum(axis=2) > k_spine).any(axis=1)):
         D = out[h]
         while True:
-            over = D.sum(axis=1) > k_spine
+            over = D.sum(axis=1) > k_spine[h]
             if not over.any():
                 break
             i, j = np.nonzero((D > 0) & over[:, None])
@@ -271,7 +273,7 @@ def _freeable(out: IntArray, h: int, x: int) -> int:
     return int(np.argmax(np.where(ok, row, 0))) if ok.any() else -1
 
 
-def _connect(out: IntArray, i: int, j: int, k_spine: int) -> bool:
+def _connect(out: IntArray, i: int, j: int, k_spine: IntArray) -> bool:
     """Give pods ``i`` and ``j`` one circuit in the group with the most ports free at both ends,
     freeing a port (:func:`_freeable`) at a full end when no group has both free. In place."""
     slack = k_spine - out.sum(axis=2)
@@ -325,7 +327,8 @@ def reconfigure(
     if wiring is None:
         state.logical = topo
         return Reconfiguration(topo, state.circuits, logical_time_s=t1 - t0)
-    demand = feasible_demand(topo.C, spec.k_spine)
+    ports = spec.k_spine if state.spine_ports is None else state.spine_ports
+    demand = feasible_demand(topo.C, ports)
     scaled = demand is not topo.C and not np.array_equal(demand, topo.C)
     if scaled:
         notes.append("logical topology scaled down to the spines' OCS ports (contention)")
@@ -339,7 +342,11 @@ def reconfigure(
     H, P = spec.ocs_groups, spec.pods
     prev = np.bincount((old[:, 0] * P + old[:, 2]) * P + old[:, 4], minlength=H * P * P)
     prev = prev.reshape(H, P, P)
-    changed = np.flatnonzero((prev != demand).any(axis=(1, 2)))
+    changed = (prev != demand).any(axis=(1, 2))
+    live = getattr(wiring, "live", None)  # a PortModel with dead ports: their circuits go
+    if live is not None and len(old):
+        changed[old[~live(old), 0]] = True
+    changed = np.flatnonzero(changed)
     res = None
     new = old
     rewired = 0

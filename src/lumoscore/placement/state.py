@@ -15,7 +15,10 @@ A :class:`ClusterState` holds, as NumPy arrays,
 * ``refusals`` -- the fragmentation record (one :class:`Refusal` per refused attempt);
 * ``toe_circuits``, ``toe_wiring`` -- the configuration :func:`~lumoscore.placement.reconfigure`
   deployed last and the wiring it was computed for: while ``circuits`` is that very array,
-  the next reconfiguration skips validating it (bookkeeping only; None = not known).
+  the next reconfiguration skips validating it (bookkeeping only; None = not known);
+* ``failed_links`` -- leaf-spine links down per ``(leaf, spine)``; ``spine_ports`` -- the
+  working OCS-facing ports of every spine ``(H, P)`` when some are out of service (None:
+  all ``k_spine`` work), the logical topology's port budget.
 
 Every method that changes the state says so in its name (``allocate``, ``release``,
 ``fail_gpus``, ...); everything else is a pure query. Ties are broken by index and nothing is
@@ -203,6 +206,7 @@ class ClusterState:
     job_split: dict[int, Any] = field(default_factory=dict)
     toe_circuits: IntArray | None = None
     toe_wiring: Any = None
+    spine_ports: IntArray | None = None
 
     # ---- construction -----------------------------------------------------------------
     @classmethod
@@ -249,6 +253,7 @@ class ClusterState:
             refusals=list(self.refusals),
             failed_links=None if self.failed_links is None else self.failed_links.copy(),
             rail_optimized=self.rail_optimized,
+            spine_ports=None if self.spine_ports is None else self.spine_ports.copy(),
             job_split=dict(self.job_split),
         )
 

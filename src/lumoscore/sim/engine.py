@@ -158,7 +158,8 @@ class Simulator:
             link_failures if link_failures is not None and link_failures.enabled else None
         )
         if self.link_failures is not None:
-            fabric.cables()  # a ConfigError now for a fabric without leaf-spine cables
+            # a ConfigError now for a fabric without units of the element
+            fabric.failure_units(self.link_failures.element)
         if record_topology and not hasattr(fabric, "ocs_circuits"):
             raise ConfigError(
                 f"record_topology needs a fabric with OCS circuits; {fabric.name!r} has none"

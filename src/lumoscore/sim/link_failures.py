@@ -1,16 +1,18 @@
-"""Leaf-spine cable failures and repairs during a run (LumosCore Fig. 6(c), Cross Wiring Fig. 8(b)).
+"""Link failures and repairs during a run (LumosCore Fig. 6(c), Cross Wiring Fig. 8(b)).
 
-:class:`LinkFailureModel` says which cables (:meth:`Fabric.cables
-<lumoscore.fabric.base.Fabric.cables>`) fail and when: a share of them down from the start
-(``fraction``, never repaired: the static case of the papers' robustness figures), Poisson
-failures of every working cable at ``rate_per_cable_day``, each repaired ``repair_s`` later,
-and scripted ``(time_s, cable, "fail" | "repair")`` events. :class:`LinkOutages` turns them into
-simulator events: the fabric takes the capacity away (:meth:`Fabric.fail_cables
-<lumoscore.fabric.base.Fabric.fail_cables>`; LumosCore also recomputes its logical topology
-and OCS configuration on the working links), the running jobs whose routes crossed a link that
-went down are routed again around it (Clos and leaf-spine: ECMP re-hashing over the surviving
-paths, :meth:`Fabric.live_routes <lumoscore.fabric.base.Fabric.live_routes>`), flows in
-flight included; no job is lost. Every event is recorded (:attr:`LinkOutages.events`).
+:class:`LinkFailureModel` says what fails (``element``, one of
+:data:`~lumoscore.fabric.base.FAILURE_ELEMENTS`: leaf-spine cables, spine uplinks -- on
+LumosCore the fibers between spines and OCSes, on a Clos of 3+ tiers the tier-2 uplinks --
+or OCS ports) and when: a share of the units down from the start (``fraction``, never
+repaired: the static case of the papers' robustness figures), Poisson failures of every
+working unit at ``rate_per_cable_day``, each repaired ``repair_s`` later, and scripted
+``(time_s, unit, "fail" | "repair")`` events. :class:`LinkOutages` turns them into simulator
+events: the fabric takes the capacity away (:meth:`Fabric.fail_units
+<lumoscore.fabric.base.Fabric.fail_units>`; LumosCore recomputes its logical topology and OCS
+configuration on the working links and ports), the running jobs whose routes crossed a link
+that went down are routed again around it (Clos and leaf-spine: ECMP re-hashing over the
+surviving paths, :meth:`Fabric.live_routes <lumoscore.fabric.base.Fabric.live_routes>`),
+flows in flight included; no job is lost. Every event is recorded (:attr:`LinkOutages.events`).
 
 Examples
 --------
@@ -36,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from lumoscore.errors import ConfigError
+from lumoscore.fabric.base import FAILURE_ELEMENTS
 from lumoscore.sim.changes import FabricChanges
 from lumoscore.sim.events import Event
 from lumoscore.sim.state import P_FINISH, RunState
@@ -57,18 +60,22 @@ _DAY_S = 86_400.0
 
 @dataclass(frozen=True)
 class LinkFailureModel:
-    """Which leaf-spine cables fail, and when.
+    """What fails, and when.
 
     Parameters
     ----------
     fraction : float
-        Share of the cables down from time 0, drawn at random, never repaired (``[0, 1)``).
+        Share of the units down from time 0, drawn at random, never repaired (``[0, 1)``).
     rate_per_cable_day : float
-        Poisson failures per working cable per day (0: none).
+        Poisson failures per working unit per day (0: none).
     repair_s : float
         Time a Poisson failure takes to repair (> 0).
     script : sequence of (float, int, str)
-        Scripted events ``(time_s, cable, "fail" | "repair")``.
+        Scripted events ``(time_s, unit, "fail" | "repair")``.
+    element : str
+        What a unit is: ``leaf-spine`` (a leaf-spine cable, default), ``spine-ocs`` or
+        ``ocs-port`` (:data:`~lumoscore.fabric.base.FAILURE_ELEMENTS`,
+        :meth:`Fabric.failure_units <lumoscore.fabric.base.Fabric.failure_units>`).
 
     Examples
     --------
@@ -84,8 +91,14 @@ class LinkFailureModel:
     rate_per_cable_day: float = 0.0
     repair_s: float = 3600.0
     script: Sequence[tuple[float, int, str]] = field(default_factory=tuple)
+    element: str = "leaf-spine"
 
     def __post_init__(self) -> None:
+        if self.element not in FAILURE_ELEMENTS:
+            raise ConfigError(
+                f"link failures: element must be one of {', '.join(FAILURE_ELEMENTS)}, got "
+                f"{self.element!r}"
+            )
         if not (0.0 <= self.fraction < 1.0):
             raise ConfigError(f"link failures: fraction must be in [0, 1), got {self.fraction}")
         if not (self.rate_per_cable_day >= 0 and math.isfinite(self.rate_per_cable_day)):
@@ -100,29 +113,29 @@ class LinkFailureModel:
         for i, ev in enumerate(self.script):
             if len(ev) != 3 or ev[2] not in ("fail", "repair") or not ev[0] >= 0:
                 raise ConfigError(
-                    f"link failures: script[{i}] = {ev!r}; expected (time_s >= 0, cable, "
+                    f"link failures: script[{i}] = {ev!r}; expected (time_s >= 0, unit, "
                     "'fail' | 'repair')"
                 )
 
     @property
     def enabled(self) -> bool:
-        """Whether any cable ever fails."""
+        """Whether anything ever fails."""
         return self.fraction > 0 or self.rate_per_cable_day > 0 or bool(self.script)
 
 
 class LinkOutages:
-    """Cable failures and repairs of one run (see the module docstring).
+    """Failures and repairs of one run (see the module docstring).
 
     Parameters
     ----------
     state : RunState
-        The run's shared state (its fabric has :meth:`~lumoscore.fabric.base.Fabric.cables`).
+        The run's shared state (its fabric has units of the failure model's element).
     changes : FabricChanges
         Applies capacity changes and routes jobs again.
     failures : LinkFailureModel
         The failure process.
     rng : numpy.random.Generator
-        Draws the failed cables and the failure times.
+        Draws the failed units and the failure times.
     """
 
     def __init__(
@@ -136,8 +149,8 @@ class LinkOutages:
         self.changes = changes
         self.lf = failures
         self.rng = rng
-        up, _, self.cable_bps = state.fabric.cables()  # a ConfigError without cables
-        self.n_cables = int(up.size)
+        # a ConfigError without units of the element
+        self.n_cables, self.cable_bps = state.fabric.failure_units(failures.element)
         self.down = np.zeros(self.n_cables, bool)
         #: One record per event: see :data:`LINK_EVENT_COLUMNS`.
         self.events: list[dict[str, Any]] = []
@@ -155,8 +168,8 @@ class LinkOutages:
         for t, cable, kind in lf.script:
             if not 0 <= int(cable) < self.n_cables:
                 raise ConfigError(
-                    f"link failures: cable {cable} out of range; the fabric has "
-                    f"{self.n_cables} cables"
+                    f"link failures: unit {cable} out of range; the fabric has "
+                    f"{self.n_cables} {lf.element} units"
                 )
             q.schedule(float(t), "link" + kind, data=np.array([int(cable)]), priority=P_FINISH)
         self._schedule_next(0.0)
@@ -171,7 +184,7 @@ class LinkOutages:
 
     # -- events ---------------------------------------------------------------------------
     def on_draw(self, ev: Event) -> None:
-        """A Poisson failure: a working cable at random goes down until ``repair_s`` later."""
+        """A Poisson failure: a working unit at random goes down until ``repair_s`` later."""
         up = np.flatnonzero(~self.down)
         if up.size:
             cable = int(self.rng.choice(up))
@@ -183,11 +196,11 @@ class LinkOutages:
         self._schedule_next(ev.time_s)
 
     def on_fail(self, ev: Event) -> None:
-        """Cables go down (time-0 share or script)."""
+        """Units go down (time-0 share or script)."""
         self._change(np.asarray(ev.data, dtype=np.int64), True, ev.time_s)
 
     def on_repair(self, ev: Event) -> None:
-        """Cables are back."""
+        """Units are back."""
         self._change(np.asarray(ev.data, dtype=np.int64), False, ev.time_s)
 
     def _change(self, cables: np.ndarray, fail: bool, now: float) -> None:
@@ -198,11 +211,10 @@ class LinkOutages:
         self.down[cables] = fail
         fab = s.fabric
         was_dead = None if fab.dead_links is None else fab.dead_links.copy()
-        change = fab.fail_cables(cables) if fail else fab.repair_cables(cables)
+        change = fab.fail_units(self.lf.element, cables, fail)
         reroute = set(change.reroute)
         dead = fab.dead_links
-        assert dead is not None
-        if fail:
+        if fail and dead is not None:
             newly = dead & ~was_dead if was_dead is not None else dead
             if newly.any():
                 inflight = self.changes.model.inflight  # a load-aware round's own routes
@@ -221,7 +233,7 @@ class LinkOutages:
                 "time_s": now,
                 "kind": "fail" if fail else "repair",
                 "cables": int(cables.size),
-                "dead_links": int(dead.sum()),
+                "dead_links": 0 if dead is None else int(dead.sum()),
                 "rerouted_jobs": len(reroute),
                 "capacity_lost_bps": lost if fail else -lost,
             }

@@ -15,7 +15,9 @@ Objectives:
   model fixes it and minimises the rewiring -- the new circuits per OCS and pod pair that the
   current configuration lacks, ``sum (x_ijk - u_ijk)^+`` (equivalent to objective (26), since
   the number of circuits is fixed). Unlike ``mdmcf`` the split ``C = A + A.T`` is free too.
-* **Uniform Wiring**: constraint (1) relaxed to ``X <= C``; first maximise the realized links
+* **Uniform Wiring**, and any group with dead ports
+  (:meth:`~lumoscore.toe.model.PortModel.without_ports`): constraint (1) relaxed to
+  ``X <= C``; first maximise the realized links
   (LTCR), then, with that optimum fixed, minimise the rewiring (lexicographic, two solves; the
   second starts from the first's solution).
 
@@ -134,7 +136,9 @@ def _group(
                 _excess_terms(m, v, ub, int(u[c, 1, b, a]), obj)
     for (c, s, i), terms in row.items():
         m.add(sum(terms) <= int(model.cap[h, c, s, i]))
-    full = not model.chan_self[h].any()
+    # Thm 4.1 (X = C feasible) needs every port; with dead ports maximise the links as on
+    # Uniform Wiring
+    full = not model.chan_self[h].any() and (model.dead is None or not model.dead[h].any())
     totals = []
     for i, j in zip(iu.tolist(), ju.tolist(), strict=True):
         terms = pair_terms.get((i, j), [])

@@ -339,6 +339,7 @@ def assemble_links(
     channel: IntArray,
     side: IntArray,
     chan_self: NDArray[np.bool_],
+    dead: NDArray[np.bool_],
     P: int,
     K: int,
 ) -> tuple[IntArray, int]:  # pragma: no cover - jit
@@ -346,7 +347,8 @@ def assemble_links(
     ``x.flat[keys] = vals`` over ``(H, n_chan, P, P)``, keeping current links ``cur`` (same
     columns) where the counts allow (:func:`~lumoscore.toe.model.assemble_sparse`), and the
     pool ``((h n_chan + c) P + pod) 2 + backward`` of the first end without a free port (-1:
-    none).
+    none). Ports flagged in ``dead`` (flat ``(H, P, K)``) are never used; ``cur`` must not
+    use them.
 
     Per ``(h, c, i, j)`` the first (stable by key) ``min(count, current)`` current links are
     kept; the other links' ends take, in request order (all ``a`` ends, then all ``b`` ends),
@@ -358,7 +360,7 @@ def assemble_links(
     >>> ch = np.array([[[0, 1]] * 3]); sd = np.zeros((1, 3, 2), np.int64)
     >>> links, bad = assemble_links(np.array([1, 14]), np.array([1, 1]),
     ...                             np.zeros((0, 6), np.int64), ch, sd,
-    ...                             np.ones((1, 2), bool), 3, 2)
+    ...                             np.ones((1, 2), bool), np.zeros(6, bool), 3, 2)
     >>> links.tolist(), bad
     ([[0, 0, 0, 0, 1, 0], [0, 1, 1, 1, 2, 1]], -1)
     """
@@ -386,7 +388,7 @@ def assemble_links(
             if run < x_old:
                 keep[r] = True
                 need[at] -= 1
-    used = np.zeros(H * P * K, np.bool_)
+    used = dead.copy()
     n_kept = 0
     for r in range(n_cur):
         if keep[r]:

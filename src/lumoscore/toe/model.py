@@ -45,7 +45,7 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -114,8 +114,11 @@ class PortModel:
     chan_self : ndarray
         ``(H, n_chan)`` bool: channel is self-paired.
     cap : ndarray
-        ``(H, n_chan, 2, P)``: ports of each pod on the forward/self side (``[:, :, 0]``) and on
-        the backward side (``[:, :, 1]``) of each channel.
+        ``(H, n_chan, 2, P)``: working ports of each pod on the forward/self side
+        (``[:, :, 0]``) and on the backward side (``[:, :, 1]``) of each channel.
+    dead : ndarray or None
+        ``(H, P, K)`` bool: ports out of service (a failed spine-OCS fiber or OCS port;
+        :meth:`without_ports`), never used by a circuit; ``None``: every port works.
     """
 
     tx_ocs: IntArray
@@ -128,6 +131,7 @@ class PortModel:
     chan_self: NDArray[np.bool_]
     cap: IntArray
     n_ocs: int
+    dead: NDArray[np.bool_] | None = None
 
     # ---- constructors ----------------------------------------------------------------
     @classmethod
@@ -204,7 +208,7 @@ class PortModel:
         if any(a.min() < 0 for a in arrs):
             raise DemandError("wiring arrays must be non-negative OCS / OCS-port indices")
         a, _, b, _ = arrs
-        H, P, _K = shape
+        H = shape[0]
         n_ocs = int(max(a.max(), b.max())) + 1
         lo, hi = np.minimum(a, b), np.maximum(a, b)
         hh = np.broadcast_to(np.arange(H)[:, None, None], shape)
@@ -226,11 +230,8 @@ class PortModel:
         chan_self = np.zeros((H, n_chan), dtype=bool)
         chan_self[grp, rank] = chan_ocs[grp, rank, 0] == chan_ocs[grp, rank, 1]
         chan_self &= ~forced
-        pods = np.broadcast_to(np.arange(P)[None, :, None], shape)
-        idx = ((hh * n_chan + channel) * 2 + (side == 1)) * P + pods
-        cap = np.bincount(idx.ravel(), minlength=H * n_chan * 2 * P).reshape(H, n_chan, 2, P)
-        cap[:, :, 1] = np.where(chan_self[:, :, None], cap[:, :, 0], cap[:, :, 1])
-        return cls(*arrs, channel, side, chan_ocs, chan_self, cap.astype(np.int64), n_ocs)
+        cap = _pool_sizes(channel, side, chan_self, None)
+        return cls(*arrs, channel, side, chan_ocs, chan_self, cap, n_ocs)
 
     # ---- sizes -------------------------------------------------------------------------
     @property
@@ -280,7 +281,69 @@ class PortModel:
             self.chan_self[g],
             self.cap[g],
             self.n_ocs,
+            None if self.dead is None else self.dead[g],
         )
+
+    def without_ports(self, dead: Any) -> PortModel:
+        """The model with the ports ``dead`` (``(H, P, K)`` bool) out of service: they leave
+        :attr:`cap` and no circuit uses them (``None`` or no port dead: every port works).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> t = np.zeros((1, 3, 2), dtype=int) + [0, 1]  # uniform wiring, 3 pods, 2 ports
+        >>> pm = PortModel.from_arrays(t, t, t, t)
+        >>> dead = np.zeros((1, 3, 2), bool); dead[0, 1, 0] = True
+        >>> pm.without_ports(dead).cap[0, :, 0].tolist()  # channel x pod
+        [[1, 0, 1], [1, 1, 1]]
+        """
+        if dead is None or not np.any(dead):
+            return self.with_all_ports()
+        d = np.asarray(dead, dtype=bool)
+        if d.shape != self.tx_ocs.shape:
+            raise DemandError(f"dead ports must have shape {self.tx_ocs.shape}, got {d.shape}")
+        cap = _pool_sizes(self.channel, self.side, self.chan_self, ~d)
+        return replace(self, cap=cap, dead=d.copy())
+
+    def with_all_ports(self) -> PortModel:
+        """The model with every port in service (undoes :meth:`without_ports`)."""
+        if self.dead is None:
+            return self
+        cap = _pool_sizes(self.channel, self.side, self.chan_self, None)
+        return replace(self, cap=cap, dead=None)
+
+    def live(self, circuits: Any, *, groups: Any = None) -> NDArray[np.bool_]:
+        """Which circuits (rows ``[group, ocs, tx_pod, tx_port, rx_pod, rx_port]`` of groups
+        ``groups``, default ``0..H-1``) use working ports only (all, without dead ports).
+        A link's two circuits touch the same two ports, so both go or both stay."""
+        c = np.asarray(circuits, dtype=np.int64).reshape(-1, 6)
+        if self.dead is None or not len(c):
+            return np.ones(len(c), bool)
+        gids = np.arange(self.groups) if groups is None else np.asarray(groups, np.int64)
+        pos = np.full(int(max(gids.max(), c[:, 0].max())) + 1, -1, dtype=np.int64)
+        pos[gids] = np.arange(self.groups)
+        h = pos[c[:, 0]]
+        ok = h >= 0
+        hh = np.where(ok, h, 0)
+        dead = self.dead[hh, c[:, 2], c[:, 3]] | self.dead[hh, c[:, 4], c[:, 5]]
+        return ~(ok & dead)
+
+
+def _pool_sizes(
+    channel: IntArray, side: IntArray, chan_self: NDArray[np.bool_], working: Any
+) -> IntArray:
+    """:attr:`PortModel.cap`: the ports (the ``working`` ones, ``(H, P, K)`` bool, or all)
+    of every pod on each side of each channel; a self-paired channel's two sides are one."""
+    H, P, K = channel.shape
+    n_chan = chan_self.shape[1]
+    hh = np.broadcast_to(np.arange(H)[:, None, None], (H, P, K))
+    pods = np.broadcast_to(np.arange(P)[None, :, None], (H, P, K))
+    idx = ((hh * n_chan + channel) * 2 + (side == 1)) * P + pods
+    w = None if working is None else np.asarray(working, dtype=np.float64).ravel()
+    cap = np.bincount(idx.ravel(), weights=w, minlength=H * n_chan * 2 * P)
+    cap = cap.reshape(H, n_chan, 2, P).astype(np.int64)
+    cap[:, :, 1] = np.where(chan_self[:, :, None], cap[:, :, 0], cap[:, :, 1])
+    return cap
 
 
 # ---- demand ------------------------------------------------------------------------------
@@ -660,14 +723,22 @@ def assemble_sparse(
     vals = np.asarray(counts, dtype=np.int64)
     gids = np.arange(H) if groups is None else np.asarray(groups, dtype=np.int64)
     cur = np.zeros((0, 6), dtype=np.int64) if current is None else np.asarray(current, np.int64)
+    cur = cur.reshape(-1, 6)
+    if model.dead is None:
+        dead = np.zeros(H * P * K, dtype=np.bool_)
+    else:
+        dead = model.dead.ravel()
+        h = cur[:, 0]
+        cur = cur[~(model.dead[h, cur[:, 2], cur[:, 3]] | model.dead[h, cur[:, 4], cur[:, 5]])]
 
     links, bad = assemble_links(
         np.ascontiguousarray(keys),
         np.ascontiguousarray(vals),
-        np.ascontiguousarray(cur.reshape(-1, 6)),
+        np.ascontiguousarray(cur),
         np.ascontiguousarray(model.channel, dtype=np.int64),
         np.ascontiguousarray(model.side, dtype=np.int64),
         np.ascontiguousarray(model.chan_self),
+        np.ascontiguousarray(dead),
         P,
         K,
     )

@@ -54,6 +54,7 @@ from lumoscore.toe.model import (
     current_links,
     validate_demand,
 )
+from lumoscore.toe.ports import fit_counts
 from lumoscore.toe.slim import (
     coupling_problems,
     to_lane_circuits,
@@ -198,6 +199,7 @@ def check_solver(wiring: Any, solver: str) -> None:
 
 def _require_paired(model: PortModel, solver: str, groups: IntArray) -> None:
     if model.paired:
+        model = model.with_all_ports()  # a property of the wiring, not of dead ports
         uneven = model.cap[:, :, 0] != model.cap[:, :, 1]
         if uneven.any():
             h, c, i = (int(v) for v in np.argwhere(uneven)[0])
@@ -475,14 +477,17 @@ def configure(
             raise CurrentConfigError(
                 "current configuration does not fit the wiring: " + "; ".join(problems[:3])
             )
+    if cur is not None and model.dead is not None:  # circuits on dead ports are gone
+        cur = cur[model.live(cur, groups=gids)]
     notes: tuple[str, ...] = ()
     status, fallback = "feasible", None
     if solver in ("mdmcf", "mcf"):
         _require_paired(model, solver, gids)
+        full = model.with_all_ports()  # the decomposition's theorem: every port works
         if solver == "mdmcf":
-            keys, vals = _mdmcf_sparse(C, model, cur, gids)
+            keys, vals = _mdmcf_sparse(C, full, cur, gids)
         else:
-            x = _mcf_counts(C, model, gids)
+            x = _mcf_counts(C, full, gids)
             keys = np.flatnonzero(x)
             vals = x.reshape(-1)[keys]
     elif solver == "ilp":
@@ -507,6 +512,14 @@ def configure(
 
         fn = bvn_counts if solver == "bvn" else helios_counts
         x = fn(C, model, gids)
+    if model.dead is not None and solver in ("mdmcf", "mcf"):
+        x = np.zeros(model.groups * model.channels * model.pods**2, dtype=np.int64)
+        x[keys] = vals
+        x, lost = fit_counts(x.reshape(model.groups, model.channels, model.pods, -1), model)
+        keys = np.flatnonzero(x)
+        vals = x.reshape(-1)[keys]
+        if lost:
+            notes += (f"{lost} link(s) found no working ports (dead ports)",)
     has_cur = cur is not None and len(cur) > 0
     links = current_links(model, cur, groups=gids, check=False) if has_cur else None
     circuits = (
