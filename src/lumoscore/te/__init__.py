@@ -2,8 +2,9 @@
 
 * :func:`min_mlu` -- route a pod-level traffic matrix over the direct and two-hop paths of a
   realized topology to minimize the maximum link utilization (MLU), by LP (HiGHS through
-  SciPy); :func:`min_mlu_edge_flows` is an independent edge-flow formulation of the same
-  problem (a check).
+  SciPy), or to a certified gap by a first-order method (``method="certified"``,
+  :mod:`lumoscore.te.fast`); :func:`min_mlu_edge_flows` is an independent edge-flow
+  formulation of the same problem (a check).
 * :func:`realize` -- a logical topology ``C`` configured on a wiring (``cross``, ``uniform``,
   ``dual-link``): the realized circuits as a pod-level capacity matrix, and its LTCR.
 * :func:`check_traffic` -- validate a traffic matrix or a sequence of them.

@@ -37,6 +37,7 @@ from lumoscore.te.matrices import check_capacity, check_traffic
 
 __all__ = [
     "FULL_LP_PATHS",
+    "TE_METHODS",
     "TEMethod",
     "TEResult",
     "min_mlu",
@@ -48,26 +49,32 @@ __all__ = [
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
-#: How :func:`min_mlu` solves: every path at once, column generation, or by size.
-TEMethod = Literal["auto", "full", "columns"]
+#: How :func:`min_mlu` solves: every path at once, column generation, by size (exact), or
+#: to a certified relative gap (:mod:`lumoscore.te.fast`).
+TEMethod = Literal["auto", "full", "columns", "certified"]
 #: ``method="auto"`` solves the full path LP up to this many two-hop paths.
 FULL_LP_PATHS = 500_000
 #: Relative tolerance on a path's reduced cost in column generation.
 _RC_TOL = 1e-9
 #: Paths added per commodity and round of column generation.
 _ADD_PER_ROUND = 3
-_METHODS = ("auto", "full", "columns")
+#: The methods :func:`min_mlu` accepts.
+TE_METHODS: tuple[str, ...] = ("auto", "full", "columns", "certified")
 
 
 @dataclass(frozen=True)
 class TEResult:
-    """An optimal routing: its MLU, the load on every link, the share of the demand sent
-    directly, and the two-hop paths carrying flow (``(s, k, t)`` rows)."""
+    """A routing: its MLU, the load on every link, the share of the demand sent directly,
+    the two-hop paths carrying flow (``(s, k, t)`` rows), and a lower bound on the optimal
+    MLU with the relative gap ``(mlu - lower_bound) / lower_bound`` (the exact methods: the
+    LP optimum itself, gap 0)."""
 
     mlu: float
     load: FloatArray
     direct_share: float
     transit: IntArray
+    lower_bound: float = float("nan")
+    gap: float = 0.0
 
 
 def _commodities(cap: FloatArray, tm: FloatArray) -> tuple[IntArray, IntArray]:
@@ -220,7 +227,12 @@ def _columns(
 
 
 def min_mlu(
-    capacity: Any, traffic: Any, *, method: TEMethod = "auto", start: Any = None
+    capacity: Any,
+    traffic: Any,
+    *,
+    method: TEMethod = "auto",
+    start: Any = None,
+    eps: float = 1e-3,
 ) -> TEResult:
     """The minimum MLU of ``traffic`` (``(P, P)``) on links of ``capacity`` (``(P, P)``,
     same units per second as the traffic), over direct and two-hop paths.
@@ -229,13 +241,17 @@ def min_mlu(
     ----------
     capacity, traffic : array_like
         ``(P, P)`` link capacities and demands, checked (:func:`check_traffic`).
-    method : {"auto", "full", "columns"}
+    method : {"auto", "full", "columns", "certified"}
         ``full`` solves the LP over every path, ``columns`` by column generation (module
         docstring; the same optimum), ``auto`` picks ``full`` up to :data:`FULL_LP_PATHS`
-        two-hop paths.
+        two-hop paths; ``certified`` routes by a first-order method to within ``eps`` of the
+        optimum, proved by an LP-duality bound (:mod:`lumoscore.te.fast`; milliseconds where
+        the LP takes seconds to minutes).
     start : array_like, optional
         ``(n, 3)`` two-hop paths ``(s, k, t)`` to start column generation from (a previous
         snapshot's :attr:`TEResult.transit`).
+    eps : float
+        ``certified`` only: the relative gap ``(MLU - bound) / bound`` to reach, in (0, 1).
 
     Raises
     ------
@@ -249,12 +265,16 @@ def min_mlu(
     >>> min_mlu(cap, np.array([[0, 1.0], [3.0, 0]])).mlu
     1.5
     """
-    if method not in _METHODS:
-        raise ConfigError(f"method {method!r} unknown; allowed: {', '.join(_METHODS)}")
+    if method not in TE_METHODS:
+        raise ConfigError(f"method {method!r} unknown; allowed: {', '.join(TE_METHODS)}")
+    if not 0 < eps < 1:
+        raise ConfigError(f"eps must be in (0, 1), got {eps!r}")
     cap, tm, s, t = _inputs(capacity, traffic)
     P = cap.shape[0]
     if not s.size:
-        return TEResult(0.0, np.zeros((P, P)), 1.0, np.zeros((0, 3), np.int64))
+        return TEResult(0.0, np.zeros((P, P)), 1.0, np.zeros((0, 3), np.int64), 0.0)
+    if method == "certified":
+        return _certified(cap, tm, eps)
     if method == "auto":
         method = "full" if s.size * max(P - 2, 0) <= FULL_LP_PATHS else "columns"
     if method == "full":
@@ -268,13 +288,31 @@ def min_mlu(
     used = x[nd:] > 1e-12 * max(1.0, float(tm.max()))
     transit = np.stack([s[q[used]], k[used], t[q[used]]], axis=1).astype(np.int64)
     share = float(x[:nd].sum() / tm[s, t].sum())
-    return TEResult(mlu, load.reshape(P, P), share, transit)
+    return TEResult(mlu, load.reshape(P, P), share, transit, mlu)
 
 
-def min_mlu_series(capacity: Any, traffic: Any, *, method: TEMethod = "auto") -> Iterator[TEResult]:
+def _certified(cap: FloatArray, tm: FloatArray, eps: float) -> TEResult:
+    """``min_mlu(method="certified")`` of checked inputs with a demand."""
+    from lumoscore.te.fast import certified_mlu, path_loads
+
+    r = certified_mlu(cap, tm, eps=eps)
+    P = cap.shape[0]
+    split = r.split * (tm > 0)[:, :, None]
+    two = split > 1e-12
+    two[:, np.arange(P), np.arange(P)] = False  # [s, d, d] is the direct share
+    s, t, k = np.nonzero(two)
+    share = float((tm * split[:, np.arange(P), np.arange(P)]).sum() / tm.sum())
+    transit = np.stack([s, k, t], axis=1).astype(np.int64)
+    return TEResult(r.mlu, path_loads(cap, tm, split), share, transit, r.lower_bound, r.gap)
+
+
+def min_mlu_series(
+    capacity: Any, traffic: Any, *, method: TEMethod = "auto", eps: float = 1e-3
+) -> Iterator[TEResult]:
     """:func:`min_mlu` of every snapshot of ``traffic`` (``(T, P, P)``) in turn, each column
     generation starting from the two-hop paths the previous snapshot used (consecutive
-    snapshots of a real sequence route alike). Yields one result per snapshot.
+    snapshots of a real sequence route alike; ``certified`` starts every snapshot afresh,
+    which measured faster). Yields one result per snapshot.
 
     Examples
     --------
@@ -288,7 +326,7 @@ def min_mlu_series(capacity: Any, traffic: Any, *, method: TEMethod = "auto") ->
         seq = seq[None]
     start = None
     for tm in seq:
-        res = min_mlu(capacity, tm, method=method, start=start)
+        res = min_mlu(capacity, tm, method=method, start=start, eps=eps)
         start = res.transit
         yield res
 
