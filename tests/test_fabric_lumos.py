@@ -464,3 +464,26 @@ def test_staged_reconfiguration_delays_the_admitted_job_by_its_stages() -> None:
     assert d2["reconfiguration_stages"] == d["reconfiguration_stages"]
     with pytest.raises(ConfigError, match="iota"):
         LumosCoreFabric(SPEC, iota=0.0)
+
+
+def test_static_mesh_configures_every_port_once() -> None:
+    """``static_mesh``: the first admission configures a mesh of every spine's ports
+    (``port_mesh``: as even as the ports allow), later admissions and releases never change
+    it, and every job still finishes."""
+    from lumoscore.fabric import make_fabric
+    from lumoscore.sim import Simulator
+    from lumoscore.topology.logical import port_mesh
+    from lumoscore.workload import generate_trace
+
+    fab = make_fabric("lumoscore-51.2T-tau2", 512, static_mesh=True)
+    mesh = port_mesh(fab.spec)
+    assert (mesh.sum(axis=2) == fab.spec.k_spine).all()
+    off = mesh[:, ~np.eye(fab.spec.pods, dtype=bool)]
+    assert off.max() - off.min() <= 1
+    jobs = generate_trace("lumoscore-published", 20, seed=2, cluster_gpus=512).jobs
+    res = Simulator(fab, jobs).run()
+    assert res.summary["jobs"] == 20 and fab.stats["reconfigurations"] == 1
+    c = fab.state.circuits
+    got = np.zeros_like(mesh)
+    np.add.at(got, (c[:, 0], c[:, 2], c[:, 4]), 1)
+    assert np.array_equal(got, mesh)  # Cross Wiring realizes all of it

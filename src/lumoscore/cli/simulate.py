@@ -110,8 +110,8 @@ def simulate(
         typer.Option(
             "--routing",
             help="Routing policy (default: the architecture's). Clos: probing (default), "
-            "ecmp, balanced, source, ideal; LumosCore: planned (default), ecmp, probing, "
-            "ideal; vclos-leaf-spine: ecmp (default), balanced, source, ideal; vclos, "
+            "ecmp, ecmp-polarized, balanced, source, ideal; LumosCore: planned (default), ecmp, "
+            "probing, ideal; vclos-leaf-spine: ecmp (default), balanced, source, ideal; vclos, "
             "ocs-vclos, ocs-relax: vclos; Best: ideal.",
         ),
     ] = None,

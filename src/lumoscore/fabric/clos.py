@@ -250,8 +250,8 @@ class ClosFabric(Fabric):
     rail_optimized : bool
         Rail-optimized intra-pod wiring (GPU ``i`` of each server on rail leaf ``i``).
     polarized : bool
-        ECMP only: use the same hash seed at every tier (shows hash polarization) instead of
-        independent per-tier seeds.
+        ECMP only (routing ``ecmp-polarized`` sets it): use the same hash seed at every tier
+        (shows hash polarization) instead of independent per-tier seeds.
     seed : int
         Seeds the per-tier hash seeds.
     probe_candidates : float
@@ -268,7 +268,7 @@ class ClosFabric(Fabric):
     (128, 4, 32)
     """
 
-    routings = ("ecmp", "balanced", "source", "probing", "ideal")
+    routings = ("ecmp", "balanced", "source", "probing", "ideal", "ecmp-polarized")
     failure_elements = ("leaf-spine", "spine-ocs")  # spine-ocs: 3+ tiers
 
     def __init__(
@@ -296,6 +296,8 @@ class ClosFabric(Fabric):
         if not (oversubscription >= 1 and math.isfinite(oversubscription)):
             raise ConfigError(f"oversubscription must be a ratio >= 1, got {oversubscription!r}")
         routing = self.checked_routing(routing)
+        if routing == "ecmp-polarized":  # the polarization case by name
+            routing, polarized = "ecmp", True
         self.probe_candidates = check_candidates(probe_candidates)
         if probe_hash not in PROBE_HASHES:
             raise ConfigError(

@@ -177,7 +177,7 @@ def _spread(weights: IntArray, rank: IntArray) -> IntArray:
 _BLACKHOLED = 1e-6
 
 #: Options of :func:`lumoscore.placement.admit` that a release passes on to ``finish``.
-_FINISH_OPTIONS = frozenset(("logical_method", "logical_mode", "iota", "backup"))
+_FINISH_OPTIONS = frozenset(("logical_method", "logical_mode", "iota", "backup", "static"))
 
 
 class LumosCoreFabric(Fabric):
@@ -234,6 +234,12 @@ class LumosCoreFabric(Fabric):
     backup : bool
         Idle OCS ports form a full-mesh backup of the logical topology
         (:func:`lumoscore.topology.logical.backup_mesh`); default off.
+    static_mesh : bool
+        The OCS layer holds a fixed mesh of every spine's ports
+        (:func:`lumoscore.topology.logical.port_mesh`), configured at the first admission and
+        never changed; the jobs' logical topology only plans their routes over it (the
+        testbeds' static scenario: on Uniform Wiring part of the mesh is not realized, and
+        the flows planned on it share the rest). Default off.
     logical_mode : str
         ``incremental`` (default: running jobs keep their split) or ``full`` (the whole
         demand is split afresh at every admission), :func:`lumoscore.placement.admit`.
@@ -278,6 +284,7 @@ class LumosCoreFabric(Fabric):
         probe_candidates: float = PROBE_CANDIDATES,
         rail_optimized: bool = False,
         backup: bool = False,
+        static_mesh: bool = False,
         logical_mode: str = "incremental",
         switch_interval_s: float = 0.0,
         switch_share: float = 0.5,
@@ -345,6 +352,7 @@ class LumosCoreFabric(Fabric):
             )
         self.admit_options = {
             "backup": bool(backup),
+            "static": bool(static_mesh),
             "logical_mode": logical_mode,
             **dict(admit_options or {}),
         }
@@ -751,6 +759,7 @@ class LumosCoreFabric(Fabric):
             solver=self.solver,
             method=opts.get("logical_method", "auto"),
             backup=bool(opts.get("backup", False)),
+            static=bool(opts.get("static", False)),
         )
         ocs = self._ocs_change(0.0, note)
         if not ocs.empty:

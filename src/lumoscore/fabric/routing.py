@@ -15,6 +15,7 @@ name in one place (``Fabric.checked_routing``).
 Policies (LumosCore §4.4 and §6.5, Fig. 25; vClos §5.2):
 
 * ``ecmp``: ``hash(src, dst, flow_key; tier seed) mod n_ports`` (:func:`ecmp_ports`).
+* ``ecmp-polarized`` (Clos): ``ecmp`` with one hash seed at every tier (hash polarization).
 * ``balanced``: least-loaded ECMP. On a Clos, over the flows of one call: the flows leaving
   one switch take its up-ports round-robin in call order, so port loads differ by at most one
   (:func:`balanced_ports`). On the vClos leaf-spine baseline (vClos §9.3), by the flows in
@@ -100,6 +101,10 @@ class Routing:
 #: Routing policies by name.
 ROUTINGS: Registry[Routing] = Registry("routing")
 ROUTINGS.register("ecmp", Routing("hash of the flow's 5-tuple per tier (MurmurHash3)"))
+ROUTINGS.register(
+    "ecmp-polarized",
+    Routing("ecmp with the same hash seed at every tier (Clos: shows hash polarization)"),
+)
 ROUTINGS.register(
     "balanced",
     Routing("least-loaded up-port (Clos: over the call; vClos leaf-spine: flows in flight)"),

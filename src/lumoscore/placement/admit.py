@@ -41,7 +41,10 @@ min(s_i, s_j))``, ``s_i = min(1, (k_spine - m_i) / sum_j (C_ij - 1))``, ``m_i`` 
 partners; a plain ``floor(C_ij * s)`` would drop a pair's single requirement and leave its
 jobs' flows without a circuit); with
 ``backup=True`` the idle OCS ports form a full-mesh backup
-(:func:`lumoscore.topology.logical.backup_mesh`).
+(:func:`lumoscore.topology.logical.backup_mesh`). With ``static=True`` the OCS layer holds a
+fixed mesh of every spine's ports instead (:func:`lumoscore.topology.logical.port_mesh`, the
+testbeds' static scenario): the logical topology still plans the jobs' routes, but the
+circuits never follow it.
 
 Examples
 --------
@@ -83,6 +86,7 @@ from lumoscore.topology.logical import (
     backup_mesh,
     design_logical_topology,
     free_link_split,
+    port_mesh,
     shrink_logical_topology,
 )
 from lumoscore.workload.job import Job
@@ -300,6 +304,7 @@ def reconfigure(
     method: str = "auto",
     iota: float | None = None,
     backup: bool = False,
+    static: bool = False,
     logical: LogicalTopology | None = None,
 ) -> Reconfiguration:
     """Recompute the logical topology of ``state.L`` (or take ``logical``, already computed)
@@ -328,16 +333,16 @@ def reconfigure(
         state.logical = topo
         return Reconfiguration(topo, state.circuits, logical_time_s=t1 - t0)
     ports = spec.k_spine if state.spine_ports is None else state.spine_ports
-    demand = feasible_demand(topo.C, ports)
-    scaled = demand is not topo.C and not np.array_equal(demand, topo.C)
+    demand = port_mesh(spec, ports) if static else feasible_demand(topo.C, ports)
+    scaled = not static and demand is not topo.C and not np.array_equal(demand, topo.C)
     if scaled:
         notes.append("logical topology scaled down to the spines' OCS ports (contention)")
     if not scaled:  # ceil(C / C) = 1 where C > 0
         links = (topo.C > 0).astype(np.int64)
     else:
         links = np.where(topo.C > 0, -(-topo.C // np.maximum(demand, 1)), 0)
-    if backup:
-        demand = demand + backup_mesh(demand, spec)
+    if backup and not static:
+        demand = demand + backup_mesh(demand, spec, ports)
     old = state.circuits
     H, P = spec.ocs_groups, spec.pods
     prev = np.bincount((old[:, 0] * P + old[:, 2]) * P + old[:, 4], minlength=H * P * P)
@@ -469,6 +474,7 @@ def admit(
     share: bool = True,
     iota: float | None = None,
     backup: bool = False,
+    static: bool = False,
     split_ep: bool = True,
 ) -> Admission:
     """Place a new job, update ``L``, the logical topology and the OCS configuration.
@@ -540,6 +546,7 @@ def admit(
                 method=logical_method,
                 iota=iota,
                 backup=backup,
+                static=static,
                 logical=topo,
             )
         except InfeasibleError as exc:  # the OCS layer cannot carry it: undo the allocation
@@ -575,6 +582,7 @@ def finish(
     reconfigure_now: bool = True,
     iota: float | None = None,
     backup: bool = False,
+    static: bool = False,
 ) -> Admission:
     """Release a finished job (GPUs and demand) and, if it had cross-pod demand and
     ``reconfigure_now``, recompute the logical topology and OCS configuration."""
@@ -595,6 +603,7 @@ def finish(
             method=logical_method,
             iota=iota,
             backup=backup,
+            static=static,
             logical=topo,
         )
     return Admission(job_id, p, demand=part, reconfiguration=rec, released=(job_id,))

@@ -63,6 +63,7 @@ from lumoscore.topology.logical import (  # noqa: E402 (after the wiring block)
     greedy_spine_assignment,
     heuristic_decomposition,
     ilp_logical_topology,
+    port_mesh,
     shrink_logical_topology,
     theorem_42_condition,
 )
@@ -80,6 +81,7 @@ __all__ += [
     "greedy_spine_assignment",
     "heuristic_decomposition",
     "ilp_logical_topology",
+    "port_mesh",
     "shrink_logical_topology",
     "theorem_42_condition",
 ]

@@ -78,6 +78,7 @@ __all__ = [
     "greedy_spine_assignment",
     "heuristic_decomposition",
     "ilp_logical_topology",
+    "port_mesh",
     "shrink_logical_topology",
     "theorem_42_condition",
 ]
@@ -730,14 +731,15 @@ def check_logical_topology(
     return msgs
 
 
-def backup_mesh(C: Any, spec: ClusterSpec) -> IntArray:
+def backup_mesh(C: Any, spec: ClusterSpec, ports: Any = None) -> IntArray:
     """Backup links from idle OCS ports (LumosCore Fig. 10 caption: "we configure the
     remaining idle links to form a full-mesh backup network").
 
     Per group, pod pairs ``(i, i + d mod P)`` for ``d = 1, 2, ...`` get one link while both
     spines have idle ports, so with enough idle ports every pod pair is joined (full mesh).
     Returns the backup ``B`` (same shape as ``C``, symmetric); ``C + B`` is the configuration
-    demand, row sums at most ``k_spine``.
+    demand, row sums at most ``k_spine`` (or ``ports``, ``(H, P)``: every spine's working
+    OCS ports).
 
     Examples
     --------
@@ -749,9 +751,9 @@ def backup_mesh(C: Any, spec: ClusterSpec) -> IntArray:
     """
     Cm = np.asarray(C, dtype=np.int64)
     P = Cm.shape[1]
-    free = spec.k_spine - Cm.sum(axis=2)
+    free = (spec.k_spine if ports is None else np.asarray(ports)) - Cm.sum(axis=2)
     if (free < 0).any():
-        raise PreconditionError("backup_mesh: C needs more ports than k_spine somewhere")
+        raise PreconditionError("backup_mesh: C needs more ports than the spines have")
     B = np.zeros_like(Cm)
     i = np.arange(P)
     for d in range(1, P // 2 + 1):
@@ -769,3 +771,23 @@ def backup_mesh(C: Any, spec: ClusterSpec) -> IntArray:
         np.subtract.at(free, (hh, src[kk]), 1)
         np.subtract.at(free, (hh, dst[kk]), 1)
     return B
+
+
+def port_mesh(spec: ClusterSpec, ports: Any = None) -> IntArray:
+    """A static logical topology using every OCS port: :func:`backup_mesh` passes from an
+    empty topology until no spine has a port to give, so every group joins the pods as
+    evenly as the ports allow (``ports``: ``(H, P)`` working ports, default ``k_spine``).
+
+    Examples
+    --------
+    >>> from lumoscore.topology import ClusterSpec
+    >>> spec = ClusterSpec(pods=3, k_leaf=2, k_spine=8, tau=2, gpus_per_server=1)
+    >>> port_mesh(spec)[0].tolist()  # the testbed's static triangle: 4 links a pair
+    [[0, 4, 4], [4, 0, 4], [4, 4, 0]]
+    """
+    C = np.zeros((spec.ocs_groups, spec.pods, spec.pods), np.int64)
+    while True:
+        B = backup_mesh(C, spec, ports)
+        if not B.any():
+            return C
+        C += B
