@@ -453,11 +453,14 @@ def _incremental(
     return topo
 
 
-def _overloaded(rows_now: IntArray, part: DemandPart, limit: int) -> IntArray:
-    """Leaves whose cross-pod links (``rows_now``, the row sums of ``L``) plus the part's
-    exceed ``limit``."""
-    add = np.bincount(part.rows, weights=part.values, minlength=rows_now.size).astype(np.int64)
-    return (rows_now + add > limit) & (add > 0)
+def _overloaded(L: IntArray, part: DemandPart, limit: int) -> IntArray:
+    """Leaves of the part whose cross-pod links (row sums of ``L``, taken over the part's
+    leaves only) plus the part's exceed ``limit``."""
+    add = np.bincount(part.rows, weights=part.values, minlength=L.shape[0]).astype(np.int64)
+    rows = np.flatnonzero(add)
+    over = np.zeros(L.shape[0], bool)
+    over[rows] = L[rows].sum(axis=1) + add[rows] > limit
+    return over
 
 
 def admit(
@@ -498,10 +501,10 @@ def admit(
         return Admission(job.job_id, None, refusal=got, place_time_s=time.perf_counter() - t0)
     first = got
     part = first_part = job_demand(job, got, state, method=demand_method)
-    rows_now = state.row_sums()  # the state does not change until the job is allocated
+    L = state.L  # the state does not change until the job is allocated
     avoid = np.zeros(spec.leaves, bool)
     attempts = 1
-    over = _overloaded(rows_now, part, target)
+    over = _overloaded(L, part, target)
     while over.any() and attempts <= replace_attempts:
         avoid |= over
         alt = pol.propose(state, job, avoid_leaves=avoid, split_ep=split)
@@ -509,9 +512,9 @@ def admit(
             break
         attempts += 1
         got, part = alt, job_demand(job, alt, state, method=demand_method)
-        over = _overloaded(rows_now, part, target)
-    if over.any() and _overloaded(rows_now, part, k).any():
-        if not _overloaded(rows_now, first_part, k).any():
+        over = _overloaded(L, part, target)
+    if over.any() and _overloaded(L, part, k).any():
+        if not _overloaded(L, first_part, k).any():
             got, part = first, first_part  # the first placement fits K_leaf after all
         elif share:
             shared = share_paths(state, first_part)
