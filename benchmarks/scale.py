@@ -27,13 +27,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import subprocess
-import sys
-import time
 
 import numpy as np
 
 from lumoscore.experiments.architectures import PAPER_ARCHITECTURES as PRESETS
+from sim import run_child  # benchmarks/sim.py, beside this script
 
 BASE_GPUS = 4096
 BASE_JOBS = 1000
@@ -84,21 +82,7 @@ print(json.dumps({"wall_s": wall, "peak_mib": rss, "mean_jct_s": res.summary["me
 def run_one(arch: str, gpus: int, timeout: float) -> dict:
     """One run in its own process; ``timeout`` / ``error`` / ``skipped`` keys otherwise."""
     jobs = round(BASE_JOBS * gpus / BASE_GPUS)
-    args = [arch, gpus, jobs, TRACE, BASE_GPUS, BASE_BETA_S]
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-c", CHILD, *map(str, args)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return {"timeout": timeout, "wall_s": time.perf_counter() - t0}
-    if proc.returncode != 0:
-        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed"}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_child(CHILD, [arch, gpus, jobs, TRACE, BASE_GPUS, BASE_BETA_S], timeout)
 
 
 def targets_for(arch: str, gpus: int) -> dict[str, float]:

@@ -66,14 +66,13 @@ WORKLOADS = {
 }
 
 
-def run_one(
-    arch: str, gpus: int, jobs: int, eps: float, timeout: float, workload: str, routing: str
-) -> dict:
+def run_child(child: str, args: list[object], timeout: float) -> dict:
+    """Run the Python source ``child`` with ``args`` in a fresh process; its last stdout line
+    (JSON), or ``{"timeout", "wall_s"}`` / ``{"error"}`` (also used by ``scale.py``)."""
     t0 = time.perf_counter()
-    workload_args = (*WORKLOADS[workload], routing)
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", CHILD, arch, *map(str, (gpus, jobs, eps)), *workload_args],
+            [sys.executable, "-c", child, *map(str, args)],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -84,6 +83,12 @@ def run_one(
     if proc.returncode != 0:
         return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed"}
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_one(
+    arch: str, gpus: int, jobs: int, eps: float, timeout: float, workload: str, routing: str
+) -> dict:
+    return run_child(CHILD, [arch, gpus, jobs, eps, *WORKLOADS[workload], routing], timeout)
 
 
 def main() -> None:
