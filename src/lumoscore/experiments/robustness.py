@@ -84,8 +84,9 @@ def run_link_failure_sweep(
         for arch, build in cases.items():
             if arch == "helios":  # same wiring as uniform: the failures see no difference
                 continue
+            supported = build().failure_elements
             for element in elements:
-                if element not in build().failure_elements:
+                if element not in supported:
                     continue
                 for f in fractions:
                     lf = LinkFailureModel(fraction=float(f), element=element)

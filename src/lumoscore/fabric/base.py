@@ -31,6 +31,7 @@ __all__ = [
     "FabricChange",
     "NoRouteError",
     "Routes",
+    "check_failure_element",
     "check_positive",
     "geometry_spec",
 ]
@@ -40,6 +41,22 @@ __all__ = [
 #: a tier-2 switch to tier 3); an OCS port (LumosCore only; on Cross Wiring it carries the Tx
 #: of one spine port and the Rx of another, so both lose their links).
 FAILURE_ELEMENTS: tuple[str, ...] = ("leaf-spine", "spine-ocs", "ocs-port")
+
+
+def check_failure_element(element: str) -> str:
+    """``element`` if it is one of :data:`FAILURE_ELEMENTS`, else a ConfigError listing them.
+
+    Examples
+    --------
+    >>> check_failure_element("ocs-port")
+    'ocs-port'
+    """
+    if element not in FAILURE_ELEMENTS:
+        raise ConfigError(
+            f"link failures: element must be one of {', '.join(FAILURE_ELEMENTS)}, got {element!r}"
+        )
+    return element
+
 
 #: Flow keys a flow tries (``key + c * REHASH_STEP``, ``c = 1 ..``) to find a route that
 #: avoids failed links (:meth:`Fabric.live_routes`): ECMP re-hashing over the surviving paths.
@@ -312,12 +329,9 @@ class Fabric(ABC):
         raise self._no_element(element)
 
     def _no_element(self, element: str) -> ConfigError:
+        """The error for ``element`` on a fabric without it (an unknown name raises here)."""
+        check_failure_element(element)
         name = getattr(self, "name", type(self).__name__)
-        if element not in FAILURE_ELEMENTS:
-            return ConfigError(
-                f"link failures: element must be one of {', '.join(FAILURE_ELEMENTS)}, got "
-                f"{element!r}"
-            )
         return ConfigError(
             f"fabric {name!r} has no {element} links to fail (leaf-spine: Clos, leaf-spine "
             "and LumosCore fabrics; spine-ocs: LumosCore and Clos of 3+ tiers; ocs-port: "
@@ -345,19 +359,28 @@ class Fabric(ABC):
         """Failed leaf-spine cables are back: the capacity change to apply."""
         return self.fail_units("leaf-spine", cables, False)
 
+    @staticmethod
+    def _flip_units(
+        failed: dict[str, NDArray[np.bool_]], element: str, n: int, units: ArrayLike, fail: bool
+    ) -> IntArray:
+        """Mark ``units`` of ``element`` (of ``n``) failed or working in ``failed`` (per
+        element, created on first use); returns the distinct units whose state changed."""
+        idx = np.unique(np.asarray(units, dtype=np.int64))
+        if idx.size and (idx[0] < 0 or idx[-1] >= n):
+            raise PreconditionError(f"{element} ids must be in [0, {n}), got {idx.tolist()}")
+        state = failed.setdefault(element, np.zeros(n, np.bool_))
+        idx = idx[state[idx] != fail]
+        state[idx] = fail
+        return idx
+
     def _cable_change(self, cables: ArrayLike, fail: bool, element: str) -> FabricChange:
         up, down, _ = self.cables(element)
-        idx = np.unique(np.asarray(cables, dtype=np.int64))
-        if idx.size and (idx[0] < 0 or idx[-1] >= up.size):
-            raise PreconditionError(f"cable ids must be in [0, {up.size}), got {idx.tolist()}")
         if self._cable_healthy is None:
             self._cable_failed = {}
             self._cable_healthy = self.capacity_bps.copy()
             self.dead_links = np.zeros(self.n_links, np.bool_)
         assert self._cable_failed is not None and self.dead_links is not None
-        failed = self._cable_failed.setdefault(element, np.zeros(up.size, np.bool_))
-        idx = idx[failed[idx] != fail]
-        failed[idx] = fail
+        idx = self._flip_units(self._cable_failed, element, up.size, cables, fail)
         links = np.unique(np.concatenate([up[idx], down[idx]]))
         lost = np.zeros(self.n_links)
         for el, f in self._cable_failed.items():

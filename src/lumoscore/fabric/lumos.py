@@ -311,11 +311,7 @@ class LumosCoreFabric(Fabric):
         except PreconditionError as exc:  # a solver that cannot configure this wiring
             raise ConfigError(f"solver: {exc}") from None
         # the ToE's channel view of the wiring, built once (configure accepts it as the wiring)
-        self._toe_wiring: Any = (
-            PortModel.from_wiring(self.wiring, mirror=True)
-            if solver in ("mdmcf", "mcf")
-            else self.wiring
-        )
+        self._toe_wiring: Any = self._toe_target(None)
         # failed spine-OCS fibers and OCS ports (fail_units), per element
         self._port_failed: dict[str, NDArray[np.bool_]] = {}
         self.reconfig_delay_s = float(reconfig_delay_s)
@@ -715,24 +711,25 @@ class LumosCoreFabric(Fabric):
                 "wiring (its lanes are coupled in pairs); use cross, uniform or dual-link"
             )
         n, _ = self.failure_units(element)
-        idx = np.unique(np.asarray(units, dtype=np.int64))
-        if idx.size and (idx[0] < 0 or idx[-1] >= n):
-            raise PreconditionError(f"{element} ids must be in [0, {n}), got {idx.tolist()}")
-        failed = self._port_failed.setdefault(element, np.zeros(n, np.bool_))
-        idx = idx[failed[idx] != fail]
+        idx = self._flip_units(self._port_failed, element, n, units, fail)
         if not idx.size:
             return FabricChange()
-        failed[idx] = fail
         dead = self.dead_ports()
-        base = PortModel.from_wiring(self.wiring, mirror=self.solver in ("mdmcf", "mcf"))
-        self._toe_wiring = base.without_ports(dead) if dead.any() else (
-            base if self.solver in ("mdmcf", "mcf") else self.wiring
-        )  # fmt: skip
+        self._toe_wiring = self._toe_target(dead)
         working = self.spec.k_spine - dead.sum(axis=2)
         self.state.spine_ports = working if dead.any() else None
         self._free_cache = None
         verb = "fail" if fail else "repair"
         return self._reconfigure_around(f"{verb} {idx.size} {element} port(s)")
+
+    def _toe_target(self, dead: NDArray[np.bool_] | None) -> Any:
+        """What the ToE configures: the mirror solvers' channel view of the wiring, or the
+        wiring itself (``ilp``, ``bvn``, ``helios``); with dead ports (``(H, P, K)``), the
+        channel view without them."""
+        mirror = self.solver in ("mdmcf", "mcf")
+        if dead is not None and dead.any():
+            return PortModel.from_wiring(self.wiring, mirror=mirror).without_ports(dead)
+        return PortModel.from_wiring(self.wiring, mirror=True) if mirror else self.wiring
 
     def dead_ports(self) -> NDArray[np.bool_]:
         """Spine ports ``(H, P, K)`` out of service: their fiber to the OCS failed, or the

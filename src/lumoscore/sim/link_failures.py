@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from lumoscore.errors import ConfigError
-from lumoscore.fabric.base import FAILURE_ELEMENTS
+from lumoscore.fabric.base import check_failure_element
 from lumoscore.sim.changes import FabricChanges
 from lumoscore.sim.events import Event
 from lumoscore.sim.state import P_FINISH, RunState
@@ -94,11 +94,7 @@ class LinkFailureModel:
     element: str = "leaf-spine"
 
     def __post_init__(self) -> None:
-        if self.element not in FAILURE_ELEMENTS:
-            raise ConfigError(
-                f"link failures: element must be one of {', '.join(FAILURE_ELEMENTS)}, got "
-                f"{self.element!r}"
-            )
+        check_failure_element(self.element)
         if not (0.0 <= self.fraction < 1.0):
             raise ConfigError(f"link failures: fraction must be in [0, 1), got {self.fraction}")
         if not (self.rate_per_cable_day >= 0 and math.isfinite(self.rate_per_cable_day)):
