@@ -19,84 +19,13 @@ if TYPE_CHECKING:
 
     from lumoscore.experiments.config import ExperimentConfig
 
-__all__ = ["register", "summarize_index", "summary_rows_table"]
-
-#: Statistic columns of the summary table, in order.
-STAT_COLUMNS: tuple[str, ...] = tuple(
-    f"{stat}_{metric}_s" for metric in ("jrt", "jwt", "jct") for stat in ("mean", "p50", "p99")
-)
-#: Index columns that never define a group of the summary.
-_NOT_GROUPS = {"key", "arch", "seed", "fabric.port_gbps"}
-
-
-def _config_columns(index: pd.DataFrame) -> list[str]:
-    """The run-config columns of the index (``key`` included)."""
-    from lumoscore.experiments.config import RunConfig
-    from lumoscore.experiments.store import flatten
-
-    fields = {"key", *flatten(RunConfig.model_construct().model_dump())}
-    return [c for c in index.columns if c in fields]
-
-
-def _row_labels(frame: pd.DataFrame, cols: list[str]) -> list[str]:
-    """One string per row that is equal exactly when the rows agree on ``cols``."""
-    return ["|".join(map(repr, row)) for row in frame[cols].itertuples(index=False)]
-
-
-def summarize_index(index: pd.DataFrame) -> pd.DataFrame:
-    """One row per architecture x swept field, averaged over seeds.
-
-    Columns: ``arch``, the config fields that vary between runs (``gpus``, ``trace.load``,
-    ...), ``runs``, the mean over seeds of :data:`STAT_COLUMNS`, and ``slowdown_vs_best``: the
-    mean over seeds of a run's mean JCT over the mean JCT of Best on the same trace (same
-    config but architecture, routing and rail-optimized wiring); NaN when Best is not in the
-    index.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> idx = pd.DataFrame({"key": ["a", "b", "c", "d"], "arch": ["best", "x", "best", "x"],
-    ...                     "routing": [None, "ecmp", None, "ecmp"], "gpus": 256,
-    ...                     "seed": [1, 1, 2, 2], **{c: 1.0 for c in STAT_COLUMNS}})
-    >>> idx["mean_jct_s"] = [10.0, 15.0, 20.0, 20.0]
-    >>> summarize_index(idx)[["arch", "runs", "mean_jct_s", "slowdown_vs_best"]]
-       arch  runs  mean_jct_s  slowdown_vs_best
-    0  best     2        15.0              1.00
-    1     x     2        17.5               1.25
-    """
-    import pandas as pd
-
-    from lumoscore.report.metrics import BASELINE_ARCH
-
-    if index.empty:
-        return pd.DataFrame(columns=["arch", "runs", *STAT_COLUMNS, "slowdown_vs_best"])
-    frame = index.copy()
-    config = _config_columns(frame)
-    match_cols = [c for c in config if c not in ("key", "arch", "routing", "rail_optimized")]
-    match = _row_labels(frame, match_cols)
-    is_best = (frame["arch"] == BASELINE_ARCH).to_numpy()
-    jct = frame["mean_jct_s"].to_numpy(dtype=float)
-    best = {m: j for m, j, b in zip(match, jct, is_best, strict=True) if b}
-    frame["slowdown_vs_best"] = [
-        j / best[m] if best.get(m, 0.0) > 0 else math.nan for m, j in zip(match, jct, strict=True)
-    ]
-    groups = [c for c in config if c not in _NOT_GROUPS and frame[c].map(repr).nunique() > 1]
-    keys = ["arch", *groups]
-    label = pd.Series(_row_labels(frame, keys), index=frame.index)
-    rows: list[dict[str, Any]] = []
-    for _, part in frame.groupby(label, sort=False):
-        first = part.iloc[0]
-        row: dict[str, Any] = {k: first[k] for k in keys}
-        row["runs"] = len(part)
-        for col in (*STAT_COLUMNS, "slowdown_vs_best"):
-            vals = part[col].astype(float)
-            row[col] = float(vals.mean()) if vals.notna().any() else math.nan
-        rows.append(row)
-    return pd.DataFrame(rows)
+__all__ = ["register", "summary_rows_table"]
 
 
 def summary_rows_table(title: str, summary: pd.DataFrame) -> Table:
-    """A rich table of :func:`summarize_index` rows."""
+    """A rich table of :func:`~lumoscore.experiments.summary.summarize_index` rows."""
+    from lumoscore.experiments.summary import STAT_COLUMNS
+
     table = Table(title=title)
     extra = [
         c for c in summary.columns if c not in ("arch", "runs", *STAT_COLUMNS, "slowdown_vs_best")
@@ -138,6 +67,7 @@ def _override(
     eps: float | None,
     gpus: list[int] | None = None,
     exposure: str | None = None,
+    seeds: int | None = None,
 ) -> ExperimentConfig:
     from lumoscore.experiments.config import ExperimentConfig, format_validation_error
 
@@ -156,6 +86,8 @@ def _override(
         sweep.pop("exposure", None)
     if gpus:
         doc["gpus"] = list(gpus)
+    if seeds is not None:
+        doc["seeds"] = seeds
     doc["sweep"] = sweep
     import pydantic
 
@@ -201,6 +133,14 @@ def run(
     ] = None,
     jobs: Annotated[
         int | None, typer.Option("--jobs", min=1, help="Override the trace's job count.")
+    ] = None,
+    seeds: Annotated[
+        int | None,
+        typer.Option(
+            "--seeds",
+            min=1,
+            help="Override the seeds: 1..N (`--preset all`: default 3).",
+        ),
     ] = None,
     eps: Annotated[
         float | None,
@@ -253,7 +193,9 @@ def run(
     `--preset NAME` runs a paper preset instead (`lumos presets` lists them).
     Simulation presets run at the paper's scale and setup (`--jobs N` for a
     smaller trace); task presets (fig7, table6, sec6.6) write their tables
-    and figures into `--out` (default results/NAME).
+    and figures into `--out` (default results/NAME). `--preset all` runs every
+    preset of the LumosCore paper with 3 seeds into results/all (one folder per
+    preset; shared simulations run once).
 
     Finished runs are kept: running the same command again (for example after Ctrl-C) runs
     only the missing ones. Prints a summary table (mean/p50/p99 of JRT, JWT, JCT and the JCT
@@ -262,6 +204,7 @@ def run(
     from lumoscore.experiments.config import DEFAULT_EXPERIMENT, expand, load_experiment
     from lumoscore.experiments.runner import run_sweep
     from lumoscore.experiments.store import ResultStore
+    from lumoscore.experiments.summary import write_summary
     from lumoscore.fileio import atomic_write_text
 
     if scheduler is not None and dask_local is not None:
@@ -270,8 +213,33 @@ def run(
         from lumoscore.experiments.runner import check_scheduler_address
 
         check_scheduler_address(scheduler)
+    if preset is not None and preset.strip().lower() == "all":
+        if file is not None:
+            raise ConfigError("give either an experiment FILE or --preset, not both")
+        if gpus:
+            raise ConfigError("--gpus: not used by --preset all (every preset keeps its sizes)")
+        _run_all(
+            out=out if out is not None else Path("results") / "all",
+            seeds=seeds,
+            jobs=jobs,
+            eps=eps,
+            exposure=exposure,
+            quick=quick,
+            workers=workers,
+            scheduler=scheduler,
+            dask_local=dask_local,
+            report=report,
+            dry_run=dry_run,
+            json_out=json_out,
+        )
+        return
     if preset is not None:
-        from lumoscore.experiments.presets import get_preset, preset_experiments, preset_runs
+        from lumoscore.experiments.presets import (
+            get_preset,
+            preset_document,
+            preset_experiments,
+            preset_runs,
+        )
 
         if file is not None:
             raise ConfigError("give either an experiment FILE or --preset, not both")
@@ -287,6 +255,7 @@ def run(
                     "--jobs": jobs,
                     "--eps": eps,
                     "--exposure": exposure,
+                    "--seeds": seeds,
                     "--dry-run": dry_run or None,
                     "--scheduler": scheduler,
                     "--dask-local": dask_local,
@@ -296,22 +265,20 @@ def run(
             return
         if quick:
             raise ConfigError("--quick applies to task presets only; use --jobs and --gpus")
-        parts = preset_experiments(paper, jobs=jobs, eps=eps, gpus=gpus, out=out, exposure=exposure)
+        parts = preset_experiments(
+            paper, jobs=jobs, eps=eps, gpus=gpus, out=out, exposure=exposure, seeds=seeds
+        )
         runs = preset_runs(parts)
         name = paper.name
         out_dir = parts[0].output_dir()
-        doc: dict[str, Any] = {
-            "name": paper.name,
-            "preset": paper.name,
-            "paper": paper.paper,
-            "description": paper.description,
-            "parts": [part.model_dump(mode="json") for part in parts],
-        }
+        doc = preset_document(paper, parts)
     else:
         if quick:
             raise ConfigError("--quick applies to task presets (--preset) only")
         config = DEFAULT_EXPERIMENT if file is None else load_experiment(file)
-        config = _override(config, out=out, jobs=jobs, eps=eps, gpus=gpus, exposure=exposure)
+        config = _override(
+            config, out=out, jobs=jobs, eps=eps, gpus=gpus, exposure=exposure, seeds=seeds
+        )
         runs = expand(config)
         name = config.name
         out_dir = config.output_dir()
@@ -323,15 +290,11 @@ def run(
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out_dir / "experiment.json", json.dumps(doc, indent=2, allow_nan=True) + "\n")
     err = Console(stderr=True)
-    executor = "dask" if (scheduler or dask_local) else "local"
     try:
         index = run_sweep(
             runs,
             store,
-            executor=executor,
-            workers=workers,
-            scheduler=scheduler,
-            dask_local=dask_local,
+            **_where(workers, scheduler, dask_local),
             progress=not json_out,
             console=err,
         )
@@ -343,8 +306,7 @@ def run(
             soft_wrap=True,
         )
         raise typer.Exit(130) from None
-    summary = summarize_index(index)
-    atomic_write_text(out_dir / "summary.csv", summary.to_csv(index=False))
+    summary = write_summary(store, index)
     report_path = _write_report(out_dir) if report else None
     if json_out:
         emit_json(
@@ -364,6 +326,17 @@ def run(
     console.print(f"results in {out_dir}/ (index.csv, summary.csv, runs/<key>/)")
     if report_path is not None:
         console.print(f"report: {report_path}")
+
+
+def _where(workers: int | None, scheduler: str | None, dask_local: int | None) -> dict[str, Any]:
+    """The executor options of :func:`~lumoscore.experiments.runner.run_sweep`: Dask when a
+    scheduler or a local Dask cluster is asked for, else the local process pool."""
+    return {
+        "executor": "dask" if (scheduler or dask_local) else "local",
+        "workers": workers,
+        "scheduler": scheduler,
+        "dask_local": dask_local,
+    }
 
 
 def _list_runs(name: str, runs: list[Any], store: Any, *, json_out: bool) -> None:
@@ -396,6 +369,105 @@ def _list_runs(name: str, runs: list[Any], store: Any, *, json_out: bool) -> Non
     console.print(table)
     missing = sum(not r["stored"] for r in rows)
     console.print(f"{missing} of {len(rows)} runs to simulate")
+
+
+def _run_all(
+    *,
+    out: Path,
+    seeds: int | None,
+    jobs: int | None,
+    eps: float | None,
+    exposure: str | None,
+    quick: bool,
+    workers: int | None,
+    scheduler: str | None,
+    dask_local: int | None,
+    report: bool,
+    dry_run: bool,
+    json_out: bool,
+) -> None:
+    """``lumos run --preset all``: every preset of the LumosCore paper into ``out``."""
+    from lumoscore.experiments.paper import DEFAULT_PAPER_SEEDS, paper_plan, run_paper
+
+    n_seeds = seeds if seeds is not None else DEFAULT_PAPER_SEEDS
+    options = {"seeds": n_seeds, "jobs": jobs, "eps": eps, "exposure": exposure}
+    if dry_run:
+        _list_paper(paper_plan(out=out, **options), out, json_out=json_out)
+        return
+    err = Console(stderr=True)
+    try:
+        records = run_paper(
+            out,
+            **options,
+            **_where(workers, scheduler, dask_local),
+            quick=quick,
+            report=report,
+            progress=not json_out,
+            console=err,
+        )
+    except KeyboardInterrupt:
+        err.print(
+            f"interrupted: what finished is stored in {out}; run the same command again to resume",
+            soft_wrap=True,
+        )
+        raise typer.Exit(130) from None
+    if json_out:
+        emit_json({"preset": "all", "output": str(out), "presets": [vars(r) for r in records]})
+        return
+    table = Table(title=f"The LumosCore paper: {len(records)} presets, seeds 1-{n_seeds}")
+    for col in ("preset", "paper", "kind", "runs / files", "status", "wall (s)", "folder"):
+        table.add_column(col, justify="right" if col in ("runs / files", "wall (s)") else "left")
+    for r in records:
+        table.add_row(
+            r.name, r.paper, r.kind, str(r.items), r.status, f"{r.wall_s:,.1f}", f"{r.folder}/"
+        )
+    table.caption = (
+        "wall: a task's time; a simulation preset's summed run times (shared runs count in "
+        "every preset that uses them)"
+    )
+    console = out_console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 160))
+    console.print(table)
+    console.print(f"results in {out}/ (paper.json, summary.md, one folder per preset)")
+
+
+def _list_paper(plan: Any, out: Path, *, json_out: bool) -> None:
+    """Print what ``--preset all`` would run and what is already there (``--dry-run``)."""
+    from lumoscore.experiments.paper import STORE_FOLDER
+    from lumoscore.experiments.store import ResultStore
+
+    pool = ResultStore(out / STORE_FOLDER)
+    rows = []
+    for name, runs in plan.runs.items():
+        stored = sum(pool.has(pool.key(r.canonical())) for r in runs)
+        rows.append({"preset": name, "kind": "simulation", "items": len(runs), "stored": stored})
+    for name in plan.tasks:
+        done = (out / name / "preset.json").is_file()
+        rows.append({"preset": name, "kind": "task", "items": 1, "stored": int(done)})
+    missing = sum(not pool.has(k) for k in plan.pooled)
+    if json_out:
+        emit_json(
+            {
+                "preset": "all",
+                "output": str(out),
+                "distinct_simulations": len(plan.pooled),
+                "to_simulate": missing,
+                "presets": rows,
+            }
+        )
+        return
+    table = Table(title=f"--preset all: {len(rows)} presets into {out}")
+    for col in ("preset", "kind", "runs", "stored"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["preset"], r["kind"], str(r["items"]), str(r["stored"]))
+    console = out_console()
+    console.print(table)
+    console.print(
+        f"{missing} of {len(plan.pooled)} distinct simulations to run; "
+        f"{sum(r['kind'] == 'task' and not r['stored'] for r in rows)} task presets to run"
+    )
 
 
 def _run_task_preset(

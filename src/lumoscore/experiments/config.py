@@ -361,6 +361,26 @@ class RunConfig(BaseModel):
             **self.fabric_options,
         )
 
+    def canonical(self) -> RunConfig:
+        """The same simulation with its defaults left unsaid: a routing equal to the
+        architecture's default and ``rail_optimized=False`` become ``None``, so runs that
+        differ only in writing a default out share one key.
+
+        Examples
+        --------
+        >>> a = RunConfig(arch="clos-51.2T-3tier", gpus=512, routing="probing")
+        >>> a.canonical() == RunConfig(arch="clos-51.2T-3tier", gpus=512)
+        True
+        >>> RunConfig(arch="clos-51.2T-3tier", gpus=512, routing="ecmp").canonical().routing
+        'ecmp'
+        """
+        update: dict[str, Any] = {}
+        if self.routing is not None and self.routing == architecture(self.arch)[1].default_routing:
+            update["routing"] = None
+        if self.rail_optimized is False:
+            update["rail_optimized"] = None
+        return self.model_copy(update=update) if update else self
+
     def label(self) -> str:
         """A short human-readable description.
 

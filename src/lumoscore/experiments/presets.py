@@ -78,6 +78,7 @@ __all__ = [
     "PaperPreset",
     "TaskOutput",
     "get_preset",
+    "preset_document",
     "preset_experiments",
     "preset_runs",
     "run_fig7",
@@ -372,11 +373,13 @@ def preset_experiments(
     gpus: Sequence[int] | None = None,
     out: str | Path | None = None,
     exposure: str | None = None,
+    seeds: int | Sequence[int] | None = None,
 ) -> list[ExperimentConfig]:
     """The parts of a simulation preset with the overrides applied.
 
     ``jobs``/``eps``/``exposure`` replace the job count, eps and traffic model, ``gpus`` the
-    cluster sizes, ``out`` the output folder (default ``results/<preset>``) of every part.
+    cluster sizes, ``seeds`` the seeds (a list, or a count ``n``: seeds ``1..n``), ``out``
+    the output folder (default ``results/<preset>``) of every part.
 
     Raises
     ------
@@ -402,6 +405,8 @@ def preset_experiments(
             doc["eps"] = eps
         if exposure is not None:
             doc["exposure"] = exposure
+        if seeds is not None:
+            doc["seeds"] = seeds if isinstance(seeds, int) else list(seeds)
         if gpus is not None:
             if not gpus:
                 raise ConfigError("gpus: an empty list; give at least one cluster size")
@@ -415,6 +420,25 @@ def preset_experiments(
             raise ConfigError(f"preset {preset.name}: {exc}") from None
         parts.append(config)
     return parts
+
+
+def preset_document(preset: PaperPreset, parts: Sequence[ExperimentConfig]) -> dict[str, Any]:
+    """What ``experiment.json`` of a simulation preset's store records: the preset's name,
+    paper and description, and its parts with the overrides applied.
+
+    Examples
+    --------
+    >>> doc = preset_document(get_preset("fig8ab"), preset_experiments(get_preset("fig8ab")))
+    >>> doc["preset"], len(doc["parts"])
+    ('fig8ab', 1)
+    """
+    return {
+        "name": preset.name,
+        "preset": preset.name,
+        "paper": preset.paper,
+        "description": preset.description,
+        "parts": [part.model_dump(mode="json") for part in parts],
+    }
 
 
 def preset_runs(parts: Sequence[ExperimentConfig]) -> list[RunConfig]:

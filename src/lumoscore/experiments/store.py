@@ -35,7 +35,9 @@ import hashlib
 import io
 import json
 import math
-from collections.abc import Mapping
+import os
+import shutil
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +143,18 @@ def _parquet_bytes(frame: pd.DataFrame) -> bytes:
     buf = io.BytesIO()
     frame.to_parquet(buf, index=False, engine="pyarrow", compression="zstd")
     return buf.getvalue()
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """``dst`` as a hard link to ``src`` (the same bytes, no copy), or a copy where the file
+    system cannot link; an existing ``dst`` is replaced atomically."""
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)
+    except OSError:
+        shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
 
 
 def _json_default(obj: Any) -> Any:
@@ -275,6 +289,56 @@ class ResultStore:
         rows[key] = self._row(doc)
         self._write_index()
         return key
+
+    def adopt(self, source: ResultStore, runs: Iterable[tuple[str, str, RunConfig]]) -> int:
+        """Take runs of ``source`` into this store without running them again.
+
+        For each ``(source_key, key, run_config)``, run ``source_key`` of ``source`` becomes
+        run ``key`` here, recorded under ``run_config``: the same simulation under the name a
+        sweep of this store asks for (for example a routing written out that ``source``
+        stored as the default). Data files are hard-linked where the file system allows,
+        else copied; ``run.json`` is written last, so an interrupted adoption leaves only
+        incomplete runs. Runs already intact here are left alone; the index is rewritten
+        once. Returns the number of runs added.
+
+        Raises
+        ------
+        StoreError
+            ``source`` lacks one of the runs or holds it damaged.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from lumoscore.experiments.runner import run_one
+        >>> cfg = RunConfig(arch="best", gpus=256, trace={"jobs": 3})
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     src, dst = ResultStore(f"{d}/a"), ResultStore(f"{d}/b")
+        ...     key = src.put(src.key(cfg), cfg, run_one(cfg))
+        ...     dst.adopt(src, [(key, key, cfg)]), dst.adopt(src, [(key, key, cfg)])
+        ...     bool(dst.jobs(key).equals(src.jobs(key)))
+        (1, 0)
+        True
+        """
+        added = 0
+        for source_key, key, run_config in runs:
+            if self.has(key) and self.damage(key) is None:
+                continue
+            why = source.damage(source_key) if source.has(source_key) else "not stored"
+            if why is not None:
+                raise StoreError(f"run {source_key!r} of {source.root}: {why}")
+            doc = source.info(source_key)
+            d = self.run_dir(key)
+            d.mkdir(parents=True, exist_ok=True)
+            for name in doc.get("files", {}):
+                _link_or_copy(source.run_dir(source_key) / name, d / name)
+            doc = {**doc, "key": key, "config": run_config.model_dump(mode="json")}
+            text = json.dumps(doc, indent=2, default=_json_default, allow_nan=True) + "\n"
+            atomic_write_text(d / "run.json", text)
+            self._load_rows()[key] = self._row(doc)
+            added += 1
+        if added:
+            self._write_index()
+        return added
 
     # -- reading ----------------------------------------------------------------------------
     def info(self, key: str) -> dict[str, Any]:

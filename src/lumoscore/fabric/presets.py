@@ -122,17 +122,34 @@ class Architecture:
         Simulation cost per job and GPU relative to Best (only orders a sweep's runs).
     extra_options : tuple of str
         Options the build takes beyond the fabric class's own (e.g. ``port_gbps``).
+    routing : str, optional
+        The routing its fabrics use when none is given (default: the first of
+        :attr:`routings`).
     """
 
     build: Callable[..., Fabric]
     fabric_class: type[Fabric]
     relative_cost: float = _ISOLATED_COST
     extra_options: tuple[str, ...] = ()
+    routing: str | None = None
 
     @property
     def routings(self) -> tuple[str, ...]:
-        """Routing policies the architecture accepts (the first is its default)."""
+        """Routing policies the architecture accepts."""
         return self.fabric_class.routings
+
+    @property
+    def default_routing(self) -> str:
+        """The routing of a fabric built without one.
+
+        Examples
+        --------
+        >>> architecture("clos-51.2T-3tier")[1].default_routing
+        'probing'
+        >>> architecture("lumoscore-51.2T-tau2")[1].default_routing
+        'planned'
+        """
+        return self.routing or self.routings[0]
 
 
 def clos_port_speed(
@@ -237,7 +254,7 @@ def clos_architecture(
         oversubscription=oversubscription,
         name=name or _clos_name(chip_tbps, tiers, oversubscription),
     )
-    return Architecture(build, ClosFabric, _SHARED_COST)
+    return Architecture(build, ClosFabric, _SHARED_COST, routing=CLOS_DEFAULT_ROUTING)
 
 
 def _build_lumoscore(
@@ -412,8 +429,8 @@ def make_fabric(
         Cluster size.
     routing : str, optional
         Routing policy, one of the architecture's
-        :attr:`~Architecture.routings` (default: the first: ``ecmp`` for Clos, ``planned``
-        for LumosCore, ``ideal`` for Best).
+        :attr:`~Architecture.routings` (default: :attr:`~Architecture.default_routing`:
+        ``probing`` for Clos, ``planned`` for LumosCore, ``ideal`` for Best).
     seed : int
         Seed of the ECMP hash seeds.
     gpus_per_server : int
