@@ -16,12 +16,12 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.fabric.routing import ROUTINGS
+from lumoscore.jit import cached_jit
 from lumoscore.topology.cluster import ClusterSpec
 
 __all__ = [
@@ -68,7 +68,7 @@ class NoRouteError(InfeasibleError):
     """No route avoids the failed links (e.g. every uplink of a leaf is down)."""
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _flows_over(dead: NDArray[np.bool_], indptr: IntArray, indices: IntArray) -> NDArray[np.bool_]:
     """Whether each flow of a CSR route set crosses a link marked in ``dead``."""
     out = np.zeros(indptr.size - 1, np.bool_)
@@ -456,7 +456,7 @@ def check_positive(name: str, value: float) -> None:
         raise ConfigError(f"{name} must be > 0, got {value!r}")
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _endpoint_fault(
     src: IntArray, dst: IntArray, gpus: int, per_server: int
 ) -> int:  # pragma: no cover - compiled

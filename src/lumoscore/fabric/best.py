@@ -14,16 +14,16 @@ Examples
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from lumoscore.errors import ConfigError
 from lumoscore.fabric.base import Fabric, IntArray, Routes, check_positive, geometry_spec
+from lumoscore.jit import cached_jit
 
 __all__ = ["BestFabric"]
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _nic_routes(
     src: IntArray, dst: IntArray, n_gpus: int, gps: int
 ) -> tuple[int, IntArray, IntArray]:  # pragma: no cover - compiled

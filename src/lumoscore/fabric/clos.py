@@ -58,7 +58,6 @@ import math
 from typing import Any
 
 import networkx as nx
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -74,6 +73,7 @@ from lumoscore.fabric.routing import (
     probe_inputs,
 )
 from lumoscore.hardware.sizing import clos_max_gpus
+from lumoscore.jit import cached_jit
 
 __all__ = ["PROBE_HASHES", "ClosFabric"]
 
@@ -86,7 +86,7 @@ PROBE_HASHES: tuple[str, ...] = ("murmur", "sum")
 _MODE_CODE = {"ecmp": 0, "balanced": 1, "source": 2, "probing": 3}
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _route_flows(
     src: IntArray,
     dst: IntArray,
@@ -170,7 +170,7 @@ def _route_flows(
     return 0, ptr, chosen
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _fill_paths(
     mode: int,
     c: int,

@@ -15,9 +15,10 @@ Examples
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from lumoscore.jit import cached_jit
 
 __all__ = ["flow_hash", "flow_hash_jit", "flow_key_words", "murmur3_32"]
 
@@ -30,7 +31,7 @@ _F1 = np.uint64(0x85EBCA6B)
 _F2 = np.uint64(0xC2B2AE35)
 
 
-@numba.njit(cache=True, inline="always")
+@cached_jit(inline="always")
 def _mix(h: np.uint64, word: np.uint64) -> np.uint64:  # pragma: no cover - compiled
     # one 32-bit block of the body; 32-bit arithmetic in uint64 masked to 32 bits (every
     # constant a uint64: Numba turns mixed uint64/int64 arithmetic into floats)
@@ -42,7 +43,7 @@ def _mix(h: np.uint64, word: np.uint64) -> np.uint64:  # pragma: no cover - comp
     return (h * np.uint64(5) + _N) & _M
 
 
-@numba.njit(cache=True, inline="always")
+@cached_jit(inline="always")
 def _finish(h: np.uint64, n_bytes: np.uint64) -> np.uint64:  # pragma: no cover - compiled
     h ^= n_bytes & _M
     h ^= h >> np.uint64(16)
@@ -53,7 +54,7 @@ def _finish(h: np.uint64, n_bytes: np.uint64) -> np.uint64:  # pragma: no cover 
     return h
 
 
-@numba.njit(cache=True)
+@cached_jit
 def flow_hash_jit(src: int, dst: int, key: int, seed: np.uint64) -> np.uint64:
     """MurmurHash3 x86_32 of one flow's ``(src, dst, key)`` words (as :func:`flow_hash`),
     compiled: other Numba kernels call it per flow. ``seed`` must be a ``numpy.uint64``.
@@ -72,7 +73,7 @@ def flow_hash_jit(src: int, dst: int, key: int, seed: np.uint64) -> np.uint64:
     return _finish(h, np.uint64(16))
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _murmur3_rows(
     w: NDArray[np.uint32], seed: np.uint64
 ) -> NDArray[np.uint32]:  # pragma: no cover - compiled
@@ -87,7 +88,7 @@ def _murmur3_rows(
     return out
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _flow_hash_rows(
     src: NDArray[np.int64], dst: NDArray[np.int64], key: NDArray[np.int64], seed: np.uint64
 ) -> NDArray[np.uint32]:  # pragma: no cover - compiled

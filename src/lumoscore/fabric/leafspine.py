@@ -44,7 +44,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -59,6 +58,7 @@ from lumoscore.fabric.base import (
 )
 from lumoscore.fabric.hashing import flow_hash_jit
 from lumoscore.fabric.routing import probe_inputs
+from lumoscore.jit import cached_jit
 from lumoscore.placement.vclos import VClosAllocation, VClosAllocator
 from lumoscore.workload.job import Job
 
@@ -94,7 +94,7 @@ def leaf_spine_shape(gpus: int, gpus_per_server: int) -> tuple[int, int]:
     raise ConfigError(f"no leaf-spine shape holds gpus={gpus}")  # pragma: no cover
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _leaf_spine_routes(
     src: IntArray,
     dst: IntArray,

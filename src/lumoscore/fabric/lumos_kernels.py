@@ -23,9 +23,10 @@ Examples
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
+
+from lumoscore.jit import cached_jit
 
 __all__ = [
     "classify_flows",
@@ -39,7 +40,7 @@ __all__ = [
 IntArray = NDArray[np.int64]
 
 
-@numba.njit(cache=True)
+@cached_jit
 def rank_and_count(groups: IntArray) -> tuple[IntArray, IntArray]:  # pragma: no cover - jit
     """How many earlier elements share each element's group, and the group's size.
 
@@ -68,7 +69,7 @@ def rank_and_count(groups: IntArray) -> tuple[IntArray, IntArray]:  # pragma: no
     return rank, count
 
 
-@numba.njit(cache=True)
+@cached_jit
 def classify_flows(
     src: IntArray, dst: IntArray, k_leaf: int, leaves_per_pod: int, leaves: int
 ) -> tuple[
@@ -119,7 +120,7 @@ def classify_flows(
     return a, b, pa, pb, rank, count, intra, cross
 
 
-@numba.njit(cache=True)
+@cached_jit
 def intra_spines(
     idx: IntArray,
     a: IntArray,
@@ -169,7 +170,7 @@ def intra_spines(
     return out
 
 
-@numba.njit(cache=True)
+@cached_jit
 def route_links(
     src: IntArray,
     dst: IntArray,
@@ -237,7 +238,7 @@ def route_links(
     return indptr, indices
 
 
-@numba.njit(cache=True)
+@cached_jit
 def ocs_capacity_diff(
     circuits: IntArray, capacity_bps: NDArray[np.float64], H: int, P: int, port_bps: float
 ) -> tuple[IntArray, NDArray[np.float64]]:  # pragma: no cover - jit
@@ -271,7 +272,7 @@ def ocs_capacity_diff(
     return idx, cap
 
 
-@numba.njit(cache=True)
+@cached_jit
 def planned_cross_spines(
     a: IntArray,
     b: IntArray,

@@ -50,12 +50,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.fabric.hashing import flow_hash_jit
+from lumoscore.jit import cached_jit
 from lumoscore.registry import Registry
 
 __all__ = [
@@ -225,7 +225,7 @@ def candidate_counts(
     return candidate_counts_jit(*as_int, float(candidates))
 
 
-@numba.njit(cache=True)
+@cached_jit
 def candidate_counts_jit(
     src: IntArray, dst: IntArray, key: IntArray, candidates: float
 ) -> IntArray:  # pragma: no cover - compiled
@@ -274,7 +274,7 @@ def probe_inputs(
     return load, weight
 
 
-@numba.njit(cache=True)
+@cached_jit
 def choose_paths(
     indptrs: IntArray,
     indices: IntArray,

@@ -15,16 +15,17 @@ Examples
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
+
+from lumoscore.jit import cached_jit
 
 __all__ = ["flow_pair_codes", "pod_slots", "sorted_difference"]
 
 IntArray = NDArray[np.int64]
 
 
-@numba.njit(cache=True)
+@cached_jit
 def pod_slots(
     slot_free: NDArray[np.bool_],
     idle: NDArray[np.bool_],
@@ -115,7 +116,7 @@ def pod_slots(
     return out
 
 
-@numba.njit(cache=True)
+@cached_jit
 def flow_pair_codes(
     leaf: IntArray,
     ep: int,
@@ -178,7 +179,7 @@ def flow_pair_codes(
     return np.unique(codes[:k])
 
 
-@numba.njit(cache=True)
+@cached_jit
 def sorted_difference(a: IntArray, b: IntArray) -> IntArray:  # pragma: no cover - jit
     """Elements of ``a`` not in ``b`` (both sorted and distinct), in order
     (``np.setdiff1d`` of such arrays).

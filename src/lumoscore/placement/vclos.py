@@ -70,11 +70,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.jit import cached_jit
 
 __all__ = [
     "ALLOCATORS",
@@ -151,7 +151,7 @@ def padded_size(n: int, *, unit: int, spines: int, gpus_per_leaf: int, leaves: i
     return None
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _greedy_biclique_jit(
     free: BoolArray, order: IntArray, l: int, s: int, leaf_cost: IntArray, spine_cost: IntArray
 ) -> tuple[IntArray, IntArray]:  # pragma: no cover - compiled

@@ -20,7 +20,7 @@ Switching it off: with ``LUMOS_NO_BORROW=1`` in the environment when this module
 any array), to tell a fault of the borrowing from one of the kernels. Numba's on-disk cache
 does not know about the environment, so functions that borrow (or compile a function that
 does into their own code, by a call or inlining) are compiled with :func:`kernel` instead of
-``numba.njit(cache=True)``: its cache entries are kept apart per setting of the switch.
+:func:`~lumoscore.jit.cached_jit`: its cache entries are kept apart per setting of the switch.
 
 Borrowing relies on a Numba internal, the ``meminfo`` field of the array structure; the
 ``numba`` requirement of the project is bounded above to the versions it was tested with.
@@ -43,10 +43,11 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import numba
 from numba.core import types
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
+
+from lumoscore.jit import cached_jit
 
 __all__ = ["BORROWING", "NO_BORROW_ENV", "borrowed", "kernel"]
 
@@ -63,8 +64,9 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def kernel(fn: _F | None = None, /, **options: Any) -> Any:
-    """``numba.njit(cache=True, **options)`` for a function that borrows, or whose compiled
-    code includes one that does (a call or an inlined helper).
+    """:func:`~lumoscore.jit.cached_jit` (``numba.njit(cache=True, **options)``) for a
+    function that borrows, or whose compiled code includes one that does (a call or an
+    inlined helper).
 
     Numba keys its cache entries on the function's module, qualified name, first line and
     bytecode, not on :data:`BORROWING`; with borrowing off the function is cached under its
@@ -75,7 +77,7 @@ def kernel(fn: _F | None = None, /, **options: Any) -> Any:
     def wrap(f: _F) -> Any:
         if not BORROWING:
             f.__qualname__ += _COUNTED_SUFFIX
-        return numba.njit(cache=True, **options)(f)
+        return cached_jit(**options)(f)
 
     return wrap if fn is None else wrap(fn)
 

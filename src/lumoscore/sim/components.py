@@ -24,10 +24,10 @@ nothing:
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from lumoscore.jit import cached_jit
 from lumoscore.sim.maxmin import _compact
 
 __all__ = ["mark_parts", "round_components", "split_round", "sub_rows"]
@@ -37,7 +37,7 @@ IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _root(parent: IntArray, q: int) -> int:  # pragma: no cover - compiled
     while parent[q] != q:
         parent[q] = parent[parent[q]]
@@ -45,7 +45,7 @@ def _root(parent: IntArray, q: int) -> int:  # pragma: no cover - compiled
     return q
 
 
-@numba.njit(cache=True)
+@cached_jit
 def round_components(
     indptr: IntArray, indices: IntArray, capacity: FloatArray, links: IntArray, idle_s: FloatArray
 ) -> tuple[IntArray, FloatArray, IntArray]:  # pragma: no cover - compiled
@@ -101,7 +101,7 @@ def round_components(
     return lab, end, link_part
 
 
-@numba.njit(cache=True)
+@cached_jit
 def split_round(
     links: IntArray,
     link_part: IntArray,
@@ -132,7 +132,7 @@ def split_round(
     return solve, others[:k]
 
 
-@numba.njit(cache=True)
+@cached_jit
 def mark_parts(
     links: IntArray,
     link_part: IntArray,
@@ -152,7 +152,7 @@ def mark_parts(
             detached_on[links[i]] = holder
 
 
-@numba.njit(cache=True)
+@cached_jit
 def sub_rows(
     indptr: IntArray, indices: IntArray, rows: IntArray
 ) -> tuple[IntArray, IntArray]:  # pragma: no cover - compiled

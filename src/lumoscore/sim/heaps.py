@@ -21,9 +21,10 @@ Examples
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
+
+from lumoscore.jit import cached_jit
 
 __all__ = [
     "fresh_top",
@@ -40,7 +41,7 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
-@numba.njit(cache=True, inline="always")
+@cached_jit(inline="always")
 def sift_up(
     hp: IntArray, hk: FloatArray, pos: IntArray, i: int, f: int, k: float
 ) -> None:  # pragma: no cover - compiled
@@ -59,7 +60,7 @@ def sift_up(
     pos[f] = i
 
 
-@numba.njit(cache=True, inline="always")
+@cached_jit(inline="always")
 def sift_down(
     hp: IntArray, hk: FloatArray, pos: IntArray, i: int, f: int, k: float, n: int
 ) -> None:  # pragma: no cover - compiled
@@ -82,7 +83,7 @@ def sift_down(
     pos[f] = i
 
 
-@numba.njit(cache=True, inline="always")
+@cached_jit(inline="always")
 def heap_set(
     hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray, f: int, value: float
 ) -> None:  # pragma: no cover - compiled
@@ -100,7 +101,7 @@ def heap_set(
         sift_down(hp, hk, pos, i, f, value, size[0])
 
 
-@numba.njit(cache=True, inline="always")
+@cached_jit(inline="always")
 def heap_pop(
     hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray
 ) -> int:  # pragma: no cover - compiled
@@ -113,7 +114,7 @@ def heap_pop(
     return f
 
 
-@numba.njit(cache=True, inline="always")
+@cached_jit(inline="always")
 def heap_remove(
     hp: IntArray, hk: FloatArray, pos: IntArray, size: IntArray, f: int
 ) -> None:  # pragma: no cover - compiled
@@ -130,7 +131,7 @@ def heap_remove(
             sift_down(hp, hk, pos, i, g, k, n)
 
 
-@numba.njit(cache=True)
+@cached_jit
 def open_links(
     lhp: IntArray,
     lev: FloatArray,
@@ -147,7 +148,7 @@ def open_links(
             heap_set(lhp, lev, lpos, lsz, q, (cap[q] - load[q]) / n_act[q])
 
 
-@numba.njit(cache=True, inline="always")
+@cached_jit(inline="always")
 def fresh_top(
     lhp: IntArray,
     lev: FloatArray,
@@ -176,7 +177,7 @@ def fresh_top(
     return False
 
 
-@numba.njit(cache=True, inline="always")
+@cached_jit(inline="always")
 def pop_through(
     lhp: IntArray,
     lev: FloatArray,

@@ -36,12 +36,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import PreconditionError
+from lumoscore.jit import cached_jit
 from lumoscore.sim.heaps import fresh_top, open_links, pop_through
 
 __all__ = ["MaxMinResult", "incidence", "maxmin_rates"]
@@ -215,7 +215,7 @@ def maxmin_rates(
     return MaxMinResult(rates, int(levels), eps, bottleneck)
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _fill(
     f_ptr: NDArray[np.int64],
     f_idx: NDArray[np.int64],
@@ -298,7 +298,7 @@ def _fill(
     return rates, bott, levels
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _transpose(
     f_ptr: NDArray[np.int64], f_idx: NDArray[np.int64], n_links: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:  # pragma: no cover - compiled
@@ -318,7 +318,7 @@ def _transpose(
     return t_ptr, t_idx
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _compact(
     f_idx: NDArray[np.int64], capacity: FloatArray
 ) -> tuple[NDArray[np.int64], FloatArray, NDArray[np.int64]]:  # pragma: no cover - compiled

@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.fabric.base import Fabric
+from lumoscore.jit import cached_jit
 from lumoscore.sim.kernels import fluid_run, solo_run
 from lumoscore.traffic.exposure import EXPOSURES
 from lumoscore.workload.job import REFERENCE_PORT_GBPS, Job
@@ -182,7 +182,7 @@ def _first_end(bits: FloatArray, rate: FloatArray) -> float:
         return float(np.where(rate > 0.0, bits / rate, np.inf).min(initial=np.inf))
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _rem_before_first_end(
     bits: FloatArray, rate: FloatArray, bott: IntArray, dt: float
 ) -> FloatArray:  # pragma: no cover - compiled

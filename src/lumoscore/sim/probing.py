@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.fabric.base import Fabric
+from lumoscore.jit import cached_jit
 from lumoscore.sim.plan import RoundPlan, _solo_run
 
 __all__ = ["InFlight", "reroute"]
@@ -39,7 +39,7 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _count_rows(
     count: FloatArray, indptr: IntArray, indices: IntArray, weight: FloatArray, sign: float
 ) -> None:  # pragma: no cover - compiled
@@ -49,7 +49,7 @@ def _count_rows(
             count[indices[q]] += w
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _same(a: IntArray, b: IntArray) -> bool:  # pragma: no cover - compiled
     if a.size != b.size:
         return False

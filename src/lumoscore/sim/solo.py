@@ -37,9 +37,10 @@ Examples
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
+
+from lumoscore.jit import cached_jit
 
 __all__ = ["claim_solo", "in_use", "mark_in_use", "release_solo"]
 
@@ -47,7 +48,7 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
-@numba.njit(cache=True)
+@cached_jit
 def claim_solo(
     links: IntArray,
     peak_bps: FloatArray,
@@ -88,7 +89,7 @@ def claim_solo(
     return True, shared, left
 
 
-@numba.njit(cache=True)
+@cached_jit
 def in_use(
     links: IntArray, idle_s: FloatArray, t0: float, now: float, marks: NDArray[np.bool_]
 ) -> bool:  # pragma: no cover - compiled
@@ -101,7 +102,7 @@ def in_use(
     return found
 
 
-@numba.njit(cache=True)
+@cached_jit
 def mark_in_use(
     links: IntArray, idle_s: FloatArray, t0: float, now: float, marks: NDArray[np.bool_]
 ) -> None:  # pragma: no cover - compiled
@@ -111,7 +112,7 @@ def mark_in_use(
             marks[links[i]] = True
 
 
-@numba.njit(cache=True)
+@cached_jit
 def release_solo(
     links: IntArray,
     peak_bps: FloatArray,

@@ -41,6 +41,8 @@ import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
+from lumoscore.jit import cached_jit
+
 __all__ = ["CertifiedRouting", "certified_mlu", "lower_bound", "path_loads"]
 
 FloatArray = NDArray[np.float64]
@@ -51,7 +53,7 @@ _TIGHT_DELTAS = (1e-4, 3e-4, 1e-3, 3e-3)
 
 
 # ---- kernels -----------------------------------------------------------------------------
-@nb.njit(nb.void(_F2, _F2, _F3, _F2), cache=True, nogil=True)
+@cached_jit(nb.void(_F2, _F2, _F3, _F2), nogil=True)
 def _loads(cap, tm, F, load):
     """``load[i, j]`` of the path split ``F[s, d, k]`` (``k == d``: direct; else via ``k``)."""
     P = cap.shape[0]
@@ -69,7 +71,7 @@ def _loads(cap, tm, F, load):
                     load[k, d] += t * f
 
 
-@nb.njit(nb.float64(_F2, _F2), cache=True, nogil=True)
+@cached_jit(nb.float64(_F2, _F2), nogil=True)
 def _dual_value(tm, g):
     """``sum_sd tm[s, d] * dist_g(s, d)``, ``dist_g`` the cheapest of the direct and two-hop
     paths under link weights ``g`` (``inf`` on missing links and on the diagonal)."""
@@ -94,9 +96,8 @@ def _dual_value(tm, g):
     return tot
 
 
-@nb.njit(
+@cached_jit(
     nb.float64(_F2, _F2, _F3, _F2, _F2, _F2, _F2, nb.float64, nb.float64, nb.float64),
-    cache=True,
     nogil=True,
 )
 def _sweep(inv_cap, tm, F, load, e, g, gT, beta, uref, rtol):
@@ -202,7 +203,7 @@ def _sweep(inv_cap, tm, F, load, e, g, gT, beta, uref, rtol):
     return fw
 
 
-@nb.njit(nb.float64(_F2, _F2, _F2, _F2, _F2, nb.float64), cache=True, nogil=True)
+@cached_jit(nb.float64(_F2, _F2, _F2, _F2, _F2, nb.float64), nogil=True)
 def _weights(inv_cap, load, e, g, gT, beta):
     """Fill ``e = exp(beta (u - max u))``, ``g = e / cap`` (``inf`` off the links) and
     ``gT``; return ``max u``."""
@@ -228,7 +229,7 @@ def _weights(inv_cap, load, e, g, gT, beta):
     return umax
 
 
-@nb.njit(nb.void(_F2, _F2, _F3), cache=True, nogil=True)
+@cached_jit(nb.void(_F2, _F2, _F3), nogil=True)
 def _direct_split(cap, tm, F):
     """Route every commodity on its direct link, or else on its widest two-hop path (none:
     the commodity's row of ``F`` stays zero)."""

@@ -21,9 +21,10 @@ Examples
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
+
+from lumoscore.jit import cached_jit
 
 __all__ = [
     "assemble_links",
@@ -36,7 +37,7 @@ __all__ = [
 IntArray = NDArray[np.int64]
 
 
-@numba.njit(cache=True)
+@cached_jit
 def two_channel_network(
     sub: IntArray,
     i: IntArray,
@@ -134,7 +135,7 @@ def two_channel_network(
     return t, h, cp, cs, supplies
 
 
-@numba.njit(cache=True)
+@cached_jit
 def split_level(
     e_sub: IntArray,
     e_i: IntArray,
@@ -268,7 +269,7 @@ def split_level(
     )
 
 
-@numba.njit(cache=True)
+@cached_jit
 def split_children(
     e_sub: IntArray,
     e_i: IntArray,
@@ -331,7 +332,7 @@ def split_children(
     return (c_sub, c_i, c_j, c_a, c_o), (n_h, n_lo, n_hi)
 
 
-@numba.njit(cache=True)
+@cached_jit
 def assemble_links(
     keys: IntArray,
     vals: IntArray,
@@ -460,7 +461,7 @@ def assemble_links(
     return links, bad
 
 
-@numba.njit(cache=True)
+@cached_jit
 def forward_links(
     c: IntArray, pos: IntArray, channel: IntArray, side: IntArray
 ) -> IntArray:  # pragma: no cover - jit

@@ -18,9 +18,10 @@ Examples
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
+
+from lumoscore.jit import cached_jit
 
 __all__ = ["greedy_assign"]
 
@@ -32,7 +33,7 @@ IntArray = NDArray[np.int64]
 _DEAD = 1 << 40
 
 
-@numba.njit(cache=True)
+@cached_jit
 def greedy_assign(
     r: IntArray,
     c: IntArray,

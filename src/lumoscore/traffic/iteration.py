@@ -72,11 +72,11 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import Literal
 
-import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.jit import cached_jit
 from lumoscore.registry import Registry
 from lumoscore.topology.cluster import ClusterSpec
 from lumoscore.traffic.collectives import (
@@ -334,7 +334,7 @@ def iteration_flows(
     return Schedule(tuple(rounds))
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _size_rounds(
     src: IntArray,
     dst: IntArray,
@@ -429,7 +429,7 @@ def _size_rounds(
     return out_src, out_dst, out_bytes, out_weight, out_ptr, ideal
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _lex_order(
     src: IntArray, dst: IntArray, size: NDArray[np.float64]
 ) -> IntArray:  # pragma: no cover - compiled
@@ -467,7 +467,7 @@ def _lex_order(
     return order
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _heap_sort(
     order: IntArray, a: int, e: int, dst: IntArray, size: NDArray[np.float64]
 ) -> None:  # pragma: no cover - compiled
@@ -480,7 +480,7 @@ def _heap_sort(
         _sift_down(order, a, 0, end, dst, size)
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _sift_down(
     order: IntArray, a: int, root: int, n: int, dst: IntArray, size: NDArray[np.float64]
 ) -> None:  # pragma: no cover - compiled
@@ -500,7 +500,7 @@ def _sift_down(
         root = child
 
 
-@numba.njit(cache=True)
+@cached_jit
 def _peak_load(
     src: IntArray,
     dst: IntArray,

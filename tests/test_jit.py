@@ -1,0 +1,89 @@
+"""Cached kernels never load stale code (lumoscore.jit)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import shutil
+from pathlib import Path
+
+import numba
+import pytest
+
+import lumoscore
+from lumoscore.jit import source_digest
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).write_text(text)
+
+
+def test_digest_follows_kernel_modules_only(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "a.py": "import numba\nfrom lumoscore.b import f\nfrom lumoscore.c import g\n",
+            "b.py": "import numba\nfrom lumoscore.d import h\n",  # compiles kernels: followed
+            "c.py": "from lumoscore.e import k\n",  # plain module: its own text only
+            "d.py": "h = 1\n",
+            "e.py": "k = 1\n",
+        },
+    )
+
+    def digest() -> str:
+        source_digest.cache_clear()
+        return source_digest(tmp_path / "a.py", tmp_path)
+
+    first = digest()
+    (tmp_path / "d.py").write_text("h = 2\n")
+    second = digest()
+    (tmp_path / "e.py").write_text("k = 2\n")
+    third = digest()
+    (tmp_path / "c.py").write_text("from lumoscore.e import k  # edited\n")
+    assert first != second and second == third and third != digest()
+
+
+def _cached_dispatchers() -> list[numba.core.registry.CPUDispatcher]:
+    found = []
+    for info in pkgutil.walk_packages(lumoscore.__path__, prefix="lumoscore."):
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if (
+                isinstance(value, numba.core.registry.CPUDispatcher)
+                and value.__module__ == info.name
+                and value._cache.__class__.__name__ != "NullCache"
+            ):
+                found.append(value)
+    return found
+
+
+def test_every_cached_kernel_is_filed_under_its_source_digest() -> None:
+    kernels = _cached_dispatchers()
+    assert len(kernels) > 60
+    for k in kernels:
+        path = Path(importlib.import_module(k.__module__).__file__).resolve()
+        assert k.py_func.__qualname__.split("__counted")[0].endswith(
+            f"__src{source_digest(path)}"
+        ), k.py_func.__qualname__
+
+
+@pytest.mark.parametrize(
+    ("kernels", "callee"),
+    [("sim/kernels.py", "sim/heaps.py"), ("fabric/clos.py", "fabric/hashing.py")],
+)
+def test_an_edited_callee_module_changes_the_digest(
+    tmp_path: Path, kernels: str, callee: str
+) -> None:
+    """The fluid kernels inline the heap helpers, Clos routing calls the hash kernels: an
+    edit there files the callers anew."""
+    root = tmp_path / "lumoscore"
+    shutil.copytree(
+        Path(lumoscore.__file__).parent, root, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    source_digest.cache_clear()
+    before = source_digest(root / kernels, root)
+    with (root / callee).open("a") as f:
+        f.write("\n# edited\n")
+    source_digest.cache_clear()
+    assert source_digest(root / kernels, root) != before
