@@ -145,6 +145,12 @@ def _parquet_bytes(frame: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
+def _write_run_json(run_dir: Path, doc: Mapping[str, Any]) -> None:
+    """Write a run's ``run.json`` (atomically; the file that marks the run complete)."""
+    text = json.dumps(doc, indent=2, default=_json_default, allow_nan=True) + "\n"
+    atomic_write_text(run_dir / "run.json", text)
+
+
 def _link_or_copy(src: Path, dst: Path) -> None:
     """``dst`` as a hard link to ``src`` (the same bytes, no copy), or a copy where the file
     system cannot link; an existing ``dst`` is replaced atomically."""
@@ -283,8 +289,7 @@ class ResultStore:
             "stats": result.stats,
             "fabric": result.fabric,
         }
-        text = json.dumps(doc, indent=2, default=_json_default, allow_nan=True) + "\n"
-        atomic_write_text(d / "run.json", text)
+        _write_run_json(d, doc)
         rows = self._load_rows()
         rows[key] = self._row(doc)
         self._write_index()
@@ -332,8 +337,7 @@ class ResultStore:
             for name in doc.get("files", {}):
                 _link_or_copy(source.run_dir(source_key) / name, d / name)
             doc = {**doc, "key": key, "config": run_config.model_dump(mode="json")}
-            text = json.dumps(doc, indent=2, default=_json_default, allow_nan=True) + "\n"
-            atomic_write_text(d / "run.json", text)
+            _write_run_json(d, doc)
             self._load_rows()[key] = self._row(doc)
             added += 1
         if added:
