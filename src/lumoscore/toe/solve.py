@@ -276,7 +276,14 @@ def _mdmcf_sparse(
     prefer = None
     if len(cur):
         pk = uk // (n_chan * PP) * PP + uk % PP
-        prefer = np.bincount(pk, weights=un, minlength=H * PP).astype(np.int64).reshape(H, P, P)
+        # sum over channels; within one channel the keys are distinct (uk is), so a
+        # fancy-index add per channel is exact (cheaper than a float bincount of H P^2)
+        prefer = np.zeros(H * PP, np.int64)
+        chan = uk // PP % n_chan
+        for c in range(n_chan):
+            sel = chan == c
+            prefer[pk[sel]] += un[sel]
+        prefer = prefer.reshape(H, P, P)
     ek, ea = _forward_entries(C, prefer)
     e_h, e_i, e_j = ek // PP, ek // P % P, ek % P
     n_ch = (model.chan_ocs[:, :, 0] >= 0).sum(axis=1)
