@@ -90,6 +90,7 @@ from lumoscore.fabric.base import (
 from lumoscore.fabric.hashing import flow_hash
 from lumoscore.fabric.lumos_kernels import (
     classify_flows,
+    diff_scratch,
     intra_spines,
     ocs_capacity_diff,
     planned_cross_spines,
@@ -337,6 +338,8 @@ class LumosCoreFabric(Fabric):
         self.switch_share = float(switch_share)
         self.switch_s = float(switch_s)
         self._switching = False  # a periodic switch is under way
+        #: scratch of ocs_capacity_diff, made at the first use (three arrays of H P^2 entries)
+        self._diff_scratch: tuple[IntArray, IntArray, NDArray[np.float64]] | None = None
         self.policy = policy
         self.seed = int(seed)
         self.chip_tbps = chip_tbps
@@ -474,7 +477,9 @@ class LumosCoreFabric(Fabric):
         circuits = np.ascontiguousarray(self.state.circuits, dtype=np.int64)
         old = np.ascontiguousarray(self.capacity_bps[self.off_ocs :])
         port = self.spec.port_bps * (_BLACKHOLED if self._switching else 1.0)
-        return ocs_capacity_diff(circuits, old, self._H, self._P, port)
+        if self._diff_scratch is None:
+            self._diff_scratch = diff_scratch(old.size)
+        return ocs_capacity_diff(circuits, old, self._H, self._P, port, self._diff_scratch)
 
     def _ocs_change(self, delay_s: float, note: str) -> FabricChange:
         diff, new_bps = self._ocs_diff()

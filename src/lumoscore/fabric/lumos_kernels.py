@@ -30,6 +30,7 @@ from lumoscore.jit import cached_jit
 
 __all__ = [
     "classify_flows",
+    "diff_scratch",
     "intra_spines",
     "ocs_capacity_diff",
     "planned_cross_spines",
@@ -238,12 +239,20 @@ def route_links(
     return indptr, indices
 
 
-@cached_jit
 def ocs_capacity_diff(
-    circuits: IntArray, capacity_bps: NDArray[np.float64], H: int, P: int, port_bps: float
-) -> tuple[IntArray, NDArray[np.float64]]:  # pragma: no cover - jit
+    circuits: IntArray,
+    capacity_bps: NDArray[np.float64],
+    H: int,
+    P: int,
+    port_bps: float,
+    scratch: tuple[IntArray, IntArray, NDArray[np.float64]] | None = None,
+) -> tuple[IntArray, NDArray[np.float64]]:
     """OCS links (offsets into the ``(H, P, P)`` block) whose capacity differs from the
     circuits ``(n, 6)`` times ``port_bps``, and their new capacities.
+
+    ``scratch`` (:func:`diff_scratch`), kept by the caller between calls, saves allocating
+    and clearing three arrays of ``H P^2`` entries per call (its counts are zero again on
+    return).
 
     Examples
     --------
@@ -253,15 +262,31 @@ def ocs_capacity_diff(
     >>> idx.tolist(), cap.tolist()
     ([1, 2], [10.0, 10.0])
     """
-    count = np.zeros(H * P * P, np.int64)
+    if scratch is None:
+        scratch = diff_scratch(H * P * P)
+    return _capacity_diff(circuits, capacity_bps, P, port_bps, *scratch)
+
+
+def diff_scratch(size: int) -> tuple[IntArray, IntArray, NDArray[np.float64]]:
+    """Scratch of :func:`ocs_capacity_diff` for ``size`` OCS links: circuit counts (all
+    zero), link numbers, capacities."""
+    return np.zeros(size, np.int64), np.empty(size, np.int64), np.empty(size, np.float64)
+
+
+@cached_jit
+def _capacity_diff(
+    circuits: IntArray,
+    capacity_bps: NDArray[np.float64],
+    P: int,
+    port_bps: float,
+    count: IntArray,
+    idx: IntArray,
+    cap: NDArray[np.float64],
+) -> tuple[IntArray, NDArray[np.float64]]:  # pragma: no cover - jit
+    """:func:`ocs_capacity_diff` into the scratch ``count`` (zero on entry and on exit),
+    ``idx`` and ``cap``."""
     for r in range(circuits.shape[0]):
         count[(circuits[r, 0] * P + circuits[r, 2]) * P + circuits[r, 4]] += 1
-    n = 0
-    for k in range(count.size):
-        if count[k] * port_bps != capacity_bps[k]:
-            n += 1
-    idx = np.empty(n, np.int64)
-    cap = np.empty(n, np.float64)
     o = 0
     for k in range(count.size):
         new = count[k] * port_bps
@@ -269,7 +294,9 @@ def ocs_capacity_diff(
             idx[o] = k
             cap[o] = new
             o += 1
-    return idx, cap
+    for r in range(circuits.shape[0]):
+        count[(circuits[r, 0] * P + circuits[r, 2]) * P + circuits[r, 4]] = 0
+    return idx[:o].copy(), cap[:o].copy()
 
 
 @cached_jit
