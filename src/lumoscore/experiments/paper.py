@@ -48,13 +48,14 @@ from lumoscore.errors import ConfigError, LumosError
 from lumoscore.experiments.config import ExperimentConfig, RunConfig
 from lumoscore.experiments.presets import (
     PaperPreset,
+    _write_table,
     get_preset,
     preset_document,
     preset_experiments,
     preset_runs,
     run_task,
 )
-from lumoscore.experiments.runner import run_sweep, worker_init
+from lumoscore.experiments.runner import run_sweep, worker_pool
 from lumoscore.experiments.store import ResultStore, run_key
 from lumoscore.experiments.summary import write_summary
 from lumoscore.fileio import atomic_write_text
@@ -68,6 +69,7 @@ __all__ = [
     "PaperRunError",
     "PresetRecord",
     "paper_plan",
+    "paper_status",
     "run_paper",
 ]
 
@@ -192,6 +194,36 @@ def paper_plan(
             pooled.setdefault(run_key(canon), canon)
     tasks = [p.name for p in presets if p.kind == "task"]
     return PaperPlan(parts, runs, pooled, tasks)
+
+
+def paper_status(plan: PaperPlan, out: str | Path, *, quick: bool = False) -> dict[str, Any]:
+    """What of ``plan`` the folder ``out`` holds already (``lumos run --preset all
+    --dry-run``): ``distinct_simulations``, ``to_simulate`` (not in its pool) and, per
+    preset, ``kind``, ``items`` (runs, or 1 for a task) and ``stored`` (those in the pool, or
+    1 for a task done with the same ``quick`` setting).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> plan = paper_plan(("fig8ab", "fig7"), out="x", seeds=1)
+    >>> st = paper_status(plan, tempfile.mkdtemp())
+    >>> st["to_simulate"], [(r["preset"], r["stored"]) for r in st["presets"]]
+    (7, [('fig8ab', 0), ('fig7', 0)])
+    """
+    root = Path(out)
+    pool = ResultStore(root / STORE_FOLDER)
+    rows: list[dict[str, Any]] = []
+    for name, runs in plan.runs.items():
+        stored = sum(pool.has(run_key(r.canonical())) for r in runs)
+        rows.append({"preset": name, "kind": "simulation", "items": len(runs), "stored": stored})
+    for name in plan.tasks:
+        done = _task_done(root / name, quick) is not None
+        rows.append({"preset": name, "kind": "task", "items": 1, "stored": int(done)})
+    return {
+        "distinct_simulations": len(plan.pooled),
+        "to_simulate": sum(not pool.has(k) for k in plan.pooled),
+        "presets": rows,
+    }
 
 
 def run_paper(
@@ -409,8 +441,7 @@ def _run_tasks(
                 continue
             done(record(p, files, "ran", wall))
         return failed
-    pool = cf.ProcessPoolExecutor(max_workers=n, initializer=worker_init, initargs=(os.getpid(),))
-    try:
+    with worker_pool(n) as pool:
         futures = {pool.submit(_one_task, p.name, str(root / p.name), quick): p for p in todo}
         for fut in cf.as_completed(futures):
             p = futures[fut]
@@ -420,31 +451,14 @@ def _run_tasks(
                 continue
             files, wall = fut.result()
             done(record(p, files, "ran", wall))
-    except BaseException:
-        for proc in list(getattr(pool, "_processes", {}).values()):
-            proc.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
     return failed
 
 
 def _write_overview(
     root: Path, records: list[PresetRecord], *, options: dict[str, Any], times: dict[str, float]
 ) -> None:
-    """``paper.json`` and ``summary.csv``/``summary.md``: one row per preset."""
+    """``paper.json`` and ``summary.csv``/``summary.md`` (one row per preset)."""
     rows = [asdict(r) | {"folder": Path(r.folder).name} for r in records]
     doc = {"preset": ALL_PRESET, **options, **times, "presets": rows}
     atomic_write_text(root / "paper.json", json.dumps(doc, indent=2, allow_nan=True) + "\n")
-    frame = pd.DataFrame(rows, columns=[f for f in PresetRecord.__dataclass_fields__])
-    atomic_write_text(root / "summary.csv", frame.to_csv(index=False))
-    lines = [
-        "| preset | paper | kind | runs or files | status | wall (s) | folder |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['name']} | {r['paper']} | {r['kind']} | {r['items']} | {r['status']} | "
-            f"{r['wall_s']:.1f} | {r['folder']}/ |"
-        )
-    atomic_write_text(root / "summary.md", "\n".join(lines) + "\n")
+    _write_table(root, "summary", rows)

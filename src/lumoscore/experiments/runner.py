@@ -51,7 +51,7 @@ from lumoscore.experiments.config import RunConfig
 from lumoscore.experiments.store import ResultStore
 from lumoscore.sim.results import SimResult
 
-__all__ = ["SweepError", "run_one", "run_sweep", "simulator_options", "worker_init"]
+__all__ = ["SweepError", "run_one", "run_sweep", "simulator_options", "worker_pool"]
 
 RunFn = Callable[[RunConfig], SimResult]
 #: ``prctl`` option: the signal a process gets when its parent dies (Linux).
@@ -168,7 +168,7 @@ def _cost_estimate(run_config: RunConfig) -> float:
     return run_config.trace.jobs * run_config.gpus * weight
 
 
-def worker_init(parent_pid: int) -> None:
+def _worker_init(parent_pid: int) -> None:
     """Set up a pool worker: Ctrl-C is left to the parent (which stops the workers), and on
     Linux the worker is terminated when the parent dies (``PR_SET_PDEATHSIG``), so a killed
     ``lumos run`` leaves no orphan simulations behind."""
@@ -241,12 +241,10 @@ def _local_results(
         queue: Any = None
         if report:
             manager = SyncManager()
-            manager.start(worker_init, (os.getpid(),))
+            manager.start(_worker_init, (os.getpid(),))
             stack.callback(manager.shutdown)
             queue = manager.Queue()
-        pool = cf.ProcessPoolExecutor(
-            max_workers=workers, initializer=worker_init, initargs=(os.getpid(),)
-        )
+        pool = stack.enter_context(worker_pool(workers))
         if queue is not None:
             futures = {
                 pool.submit(_call_run, run_fn, cfg, _Reporter(queue, key)): key for key, cfg in todo
@@ -273,16 +271,26 @@ def _local_results(
                     exc = fut.exception()
                     yield futures[fut], fut.result() if exc is None else exc
 
-        try:
-            yield gather()
-        except BaseException:
-            # Interrupted: stop our own worker processes (they ignore SIGINT), drop the rest.
-            for proc in list(getattr(pool, "_processes", {}).values()):
-                with contextlib.suppress(Exception):
-                    proc.terminate()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
+        yield gather()
+
+
+@contextlib.contextmanager
+def worker_pool(workers: int) -> Iterator[cf.ProcessPoolExecutor]:
+    """A process pool of ``workers`` sweep workers (:func:`_worker_init`), shut down on
+    leaving; when the block is left by an exception (Ctrl-C included) its worker processes,
+    which ignore SIGINT, are stopped and the work not started is dropped."""
+    pool = cf.ProcessPoolExecutor(
+        max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),)
+    )
+    try:
+        yield pool
+    except BaseException:
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            with contextlib.suppress(Exception):
+                proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 #: Address schemes a Dask scheduler listens on.
