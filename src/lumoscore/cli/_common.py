@@ -97,6 +97,12 @@ def out_console() -> Console:
     return Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH)
 
 
+def table_console() -> Console:
+    """:func:`out_console` for wide tables: at least 160 columns when not on a terminal."""
+    console = out_console()
+    return console if console.is_terminal else Console(width=max(console.width, 160))
+
+
 def emit_json(obj: Any) -> None:
     """Write ``obj`` as indented JSON to stdout."""
     json.dump(to_jsonable(obj), sys.stdout, indent=2)

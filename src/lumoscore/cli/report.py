@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json, out_console
+from lumoscore.cli._common import JsonOption, emit_json, table_console
 
 __all__ = ["register", "report"]
 
@@ -61,9 +60,7 @@ def report(
         table.add_column(str(col), justify="left" if col == "arch" else "right")
     for row in rep.summary[shown].itertuples(index=False, name=None):
         table.add_row(*[str(v) for v in row])
-    console = out_console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 160))
+    console = table_console()
     console.print(table)
     console.print(f"wrote {len(paths)} files to {out_dir}: {', '.join(sorted(paths))}")
     console.print(f"report: {paths['report.html']}")

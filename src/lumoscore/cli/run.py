@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json, out_console, to_jsonable
+from lumoscore.cli._common import JsonOption, emit_json, out_console, table_console, to_jsonable
 from lumoscore.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -319,9 +319,7 @@ def run(
         )
         return
     title = f"{name}: {len(runs)} runs"
-    console = out_console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 160))
+    console = table_console()
     console.print(summary_rows_table(title, summary))
     console.print(f"results in {out_dir}/ (index.csv, summary.csv, runs/<key>/)")
     if report_path is not None:
@@ -363,9 +361,7 @@ def _list_runs(name: str, runs: list[Any], store: Any, *, json_out: bool) -> Non
         table.add_row(
             r["key"], *(str(r[c]) for c in shown), str(r["seed"]), "yes" if r["stored"] else "-"
         )
-    console = out_console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 160))
+    console = table_console()
     console.print(table)
     missing = sum(not r["stored"] for r in rows)
     console.print(f"{missing} of {len(rows)} runs to simulate")
@@ -387,12 +383,18 @@ def _run_all(
     json_out: bool,
 ) -> None:
     """``lumos run --preset all``: every preset of the LumosCore paper into ``out``."""
-    from lumoscore.experiments.paper import DEFAULT_PAPER_SEEDS, paper_plan, run_paper
+    from lumoscore.experiments.paper import (
+        DEFAULT_PAPER_SEEDS,
+        paper_plan,
+        paper_status,
+        run_paper,
+    )
 
     n_seeds = seeds if seeds is not None else DEFAULT_PAPER_SEEDS
     options = {"seeds": n_seeds, "jobs": jobs, "eps": eps, "exposure": exposure}
     if dry_run:
-        _list_paper(paper_plan(out=out, **options), out, json_out=json_out)
+        status = paper_status(paper_plan(out=out, **options), out, quick=quick)
+        _list_paper(status, out, json_out=json_out)
         return
     err = Console(stderr=True)
     try:
@@ -425,38 +427,17 @@ def _run_all(
         "wall: a task's time; a simulation preset's summed run times (shared runs count in "
         "every preset that uses them)"
     )
-    console = out_console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 160))
+    console = table_console()
     console.print(table)
     console.print(f"results in {out}/ (paper.json, summary.md, one folder per preset)")
 
 
-def _list_paper(plan: Any, out: Path, *, json_out: bool) -> None:
+def _list_paper(status: dict[str, Any], out: Path, *, json_out: bool) -> None:
     """Print what ``--preset all`` would run and what is already there (``--dry-run``)."""
-    from lumoscore.experiments.paper import STORE_FOLDER
-    from lumoscore.experiments.store import ResultStore
-
-    pool = ResultStore(out / STORE_FOLDER)
-    rows = []
-    for name, runs in plan.runs.items():
-        stored = sum(pool.has(pool.key(r.canonical())) for r in runs)
-        rows.append({"preset": name, "kind": "simulation", "items": len(runs), "stored": stored})
-    for name in plan.tasks:
-        done = (out / name / "preset.json").is_file()
-        rows.append({"preset": name, "kind": "task", "items": 1, "stored": int(done)})
-    missing = sum(not pool.has(k) for k in plan.pooled)
     if json_out:
-        emit_json(
-            {
-                "preset": "all",
-                "output": str(out),
-                "distinct_simulations": len(plan.pooled),
-                "to_simulate": missing,
-                "presets": rows,
-            }
-        )
+        emit_json({"preset": "all", "output": str(out), **status})
         return
+    rows = status["presets"]
     table = Table(title=f"--preset all: {len(rows)} presets into {out}")
     for col in ("preset", "kind", "runs", "stored"):
         table.add_column(col)
@@ -465,8 +446,8 @@ def _list_paper(plan: Any, out: Path, *, json_out: bool) -> None:
     console = out_console()
     console.print(table)
     console.print(
-        f"{missing} of {len(plan.pooled)} distinct simulations to run; "
-        f"{sum(r['kind'] == 'task' and not r['stored'] for r in rows)} task presets to run"
+        f"{status['to_simulate']} of {status['distinct_simulations']} distinct simulations to "
+        f"run; {sum(r['kind'] == 'task' and not r['stored'] for r in rows)} task presets to run"
     )
 
 
