@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from lumoscore.experiments.architectures import PAPER_ARCHITECTURES as PRESETS
-from sim import run_child  # benchmarks/sim.py, beside this script
+from sim import TIMED_RUN, run_child  # benchmarks/sim.py, beside this script
 
 BASE_GPUS = 4096
 BASE_JOBS = 1000
@@ -68,21 +68,15 @@ def timed(fn, count):
 sim = Simulator(fab, trace.jobs, exposure="research")
 sim.placer.place = timed(sim.placer.place, 0)
 fab.admit = timed(fab.admit, 1)
-t0 = time.perf_counter()
-with frozen_gc():
-    res = sim.run()
-wall = time.perf_counter() - t0
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"wall_s": wall, "peak_mib": rss, "mean_jct_s": res.summary["mean_jct_s"],
-                  "jobs": res.summary["jobs"], "level": level,
-                  "admit_ms": 1e3 * spent[0] / max(spent[1], 1)}))
+def extra(res):
+    return {"level": level, "admit_ms": 1e3 * spent[0] / max(spent[1], 1)}
 """
 
 
 def run_one(arch: str, gpus: int, timeout: float) -> dict:
     """One run in its own process; ``timeout`` / ``error`` / ``skipped`` keys otherwise."""
     jobs = round(BASE_JOBS * gpus / BASE_GPUS)
-    return run_child(CHILD, [arch, gpus, jobs, TRACE, BASE_GPUS, BASE_BETA_S], timeout)
+    return run_child(CHILD + TIMED_RUN, [arch, gpus, jobs, TRACE, BASE_GPUS, BASE_BETA_S], timeout)
 
 
 def targets_for(arch: str, gpus: int) -> dict[str, float]:

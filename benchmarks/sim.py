@@ -49,13 +49,21 @@ except ConfigError as exc:
     sys.exit(0)
 trace = generate_trace(preset, jobs, seed=1, cluster_gpus=gpus, beta_s=2000)
 sim = Simulator(fab, trace.jobs, eps=eps, exposure=exposure)
+def extra(res):
+    return {"mean_jrt_s": res.summary["mean_jrt_s"]}
+"""
+
+#: The end of every child program (this one's and ``scale.py``'s): the timed run of ``sim``
+#: and one JSON line with wall time, peak memory, mean JCT, jobs and the program's
+#: ``extra(res)``.
+TIMED_RUN = r"""
 t0 = time.perf_counter()
 with frozen_gc():
     res = sim.run()
 wall = time.perf_counter() - t0
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"wall_s": wall, "peak_mib": rss, "mean_jct_s": res.summary["mean_jct_s"],
-                  "mean_jrt_s": res.summary["mean_jrt_s"], "jobs": res.summary["jobs"]}))
+                  "jobs": res.summary["jobs"], **extra(res)}))
 """
 
 
@@ -88,7 +96,9 @@ def run_child(child: str, args: list[object], timeout: float) -> dict:
 def run_one(
     arch: str, gpus: int, jobs: int, eps: float, timeout: float, workload: str, routing: str
 ) -> dict:
-    return run_child(CHILD, [arch, gpus, jobs, eps, *WORKLOADS[workload], routing], timeout)
+    return run_child(
+        CHILD + TIMED_RUN, [arch, gpus, jobs, eps, *WORKLOADS[workload], routing], timeout
+    )
 
 
 def main() -> None:
