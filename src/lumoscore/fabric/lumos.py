@@ -917,11 +917,6 @@ class LumosCoreFabric(Fabric):
         H, G, F = self._H, self.spec.gpus, src.size
         a, b, pa, pb, rank, count, intra, cross = cls
         h = np.zeros(F, np.int64)
-        if intra.size:
-            if hashes is not None:
-                h[intra] = (hashes[intra] % np.uint32(H)).astype(np.int64)
-            else:
-                h[intra] = self._intra_spines(intra, a, b, rank, count, job_id)
         via = np.full(F, -1, np.int64)  # intermediate pod of a two-hop cross-pod route
         n_cross = cross.size
         if n_cross:
@@ -939,6 +934,11 @@ class LumosCoreFabric(Fabric):
                 self.stats["two_hop_flows"] += int(two.sum())
             elif record:
                 self._note_ocs(job_id, self.ocs_link(hc, pac, pbc))
+        if intra.size:  # after the cross-pod flows, whose spines the intra-pod ones avoid
+            if hashes is not None:
+                h[intra] = (hashes[intra] % np.uint32(H)).astype(np.int64)
+            else:
+                h[intra] = self._intra_spines(intra, a, b, rank, count, cross, h[cross], job_id)
         return route_links(
             src, dst, a, b, pa, pb, h, via, G,
             self.off_leaf_up, self.off_leaf_down, self.off_ocs, H, self._P,
@@ -1017,17 +1017,19 @@ class LumosCoreFabric(Fabric):
         b: IntArray,
         rank: IntArray,
         count: IntArray,
+        fixed: IntArray,
+        fixed_h: IntArray,
         job_id: int,
     ) -> IntArray:
-        """Planned intra-pod spines of the flows ``idx``: the flows of leaf pair ``(a, b)`` take
-        the leaf-spine links left free by the other jobs' cross-pod split (``min`` of the free
-        links at both ends, every link when none is free) in turn, starting at an offset
-        ``m_ab * ((b - a) mod leaves)`` (``m_ab`` flows of the pair in this call: ``count``) so
-        that an all-to-all or a ring between the leaves of a pod is spread evenly at both the
-        sending and the receiving leaves."""
+        """Planned intra-pod spines of the flows ``idx``: an edge colouring of the leaf-spine
+        links left free by the other jobs' cross-pod split and by the call's cross-pod flows
+        ``fixed`` (on spines ``fixed_h``), so that no two flows share a link while each leaf
+        sends and receives at most its free links (Konig's theorem; alternating-path repair,
+        :func:`~lumoscore.fabric.lumos_kernels.intra_spines`). The search starts at an offset
+        ``m_ab * ((b - a) mod leaves)`` (``m_ab`` flows of the pair in this call: ``count``)."""
         up, down = self._free_units(job_id)
         tau, lpp = self.spec.tau, self.spec.leaves_per_pod
-        return intra_spines(idx, a, b, rank, count, up, down, tau, lpp)
+        return intra_spines(idx, a, b, rank, count, up, down, fixed, fixed_h, tau, lpp)
 
     def _cross_spines(
         self,

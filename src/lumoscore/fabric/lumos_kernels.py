@@ -1,15 +1,14 @@
 """Compiled per-flow loops of the LumosCore fabric's routing (:mod:`lumoscore.fabric.lumos`).
 
 A route call holds a few to a few thousand flows; spread over NumPy calls, each step costs more
-in call overhead than in work. These kernels do the per-flow work in one pass each, with the
-same integer arithmetic as the NumPy formulation they replace (so routes are unchanged):
+in call overhead than in work. These kernels do the per-flow work in one pass each:
 
 * :func:`rank_and_count` -- rank of every element among the earlier elements of its group
   (stable order) and the group's size;
 * :func:`classify_flows` -- leaves and pods of every flow, its rank and count among the
   call's flows of its leaf pair, and which flows stay in a pod or cross pods;
-* :func:`intra_spines` -- the planned intra-pod spine of some flows (weighted round-robin over
-  the leaf-spine links left free at both ends, from a per-pair offset);
+* :func:`intra_spines` -- the planned intra-pod spine of some flows (an edge colouring of the
+  leaf-spine link units left free at both ends, repaired along alternating paths);
 * :func:`route_links` -- the CSR links of every flow from its leaves, pods, spine and
   intermediate pod.
 
@@ -122,6 +121,34 @@ def classify_flows(
 
 
 @cached_jit
+def _fit_level(
+    u: IntArray, v: IntArray, load_u: IntArray, load_d: IntArray, cap_u: IntArray, cap_d: IntArray
+) -> int:  # pragma: no cover - jit
+    """The least whole number of flows per link unit at which every leaf's flows (``u`` /
+    ``v`` sending / receiving ends, plus the loads) fit its links."""
+    n, H = cap_u.shape
+    deg_u = np.zeros(n, np.int64)
+    deg_d = np.zeros(n, np.int64)
+    for q in range(u.size):
+        deg_u[u[q]] += 1
+        deg_d[v[q]] += 1
+    level = 1
+    for x in range(n):
+        tu = 0
+        td = 0
+        for k in range(H):
+            deg_u[x] += load_u[x, k]
+            deg_d[x] += load_d[x, k]
+            tu += cap_u[x, k]
+            td += cap_d[x, k]
+        if tu > 0:
+            level = max(level, (deg_u[x] + tu - 1) // tu)
+        if td > 0:
+            level = max(level, (deg_d[x] + td - 1) // td)
+    return level
+
+
+@cached_jit
 def intra_spines(
     idx: IntArray,
     a: IntArray,
@@ -130,44 +157,179 @@ def intra_spines(
     count: IntArray,
     up: IntArray,
     down: IntArray,
+    fixed: IntArray,
+    fixed_h: IntArray,
     tau: int,
     leaves_per_pod: int,
 ) -> IntArray:  # pragma: no cover - jit
-    """Spine of the intra-pod flows ``a[f] -> b[f]``, ``f`` in ``idx``: unit ``rank + count *
-    ((b - a) mod leaves_per_pod)`` (cyclically) of the weights ``min(up[a], down[b])`` per
-    spine, or of ``tau`` on every spine when no link is free at both ends.
+    """Spine of the intra-pod flows ``a[f] -> b[f]``, ``f`` in ``idx``: an edge colouring of
+    the leaf-to-leaf multigraph with one colour per leaf-spine link unit.
+
+    A flow takes a unit of spine ``k`` free at both ends (``up[a, k]`` free uplinks at its
+    source leaf, ``down[b, k]`` at its destination, less the flows ``fixed`` that already use
+    spine ``fixed_h`` there: the call's cross-pod flows), searched from the spine ``(rank +
+    count * ((b - a) mod leaves_per_pod)) mod H``. When no unit is free at both ends, the
+    flows on an alternating path of two units are swapped (Kempe chain) to free one; when
+    that fails too, the flow takes the spine least loaded relative to its free links at both
+    ends. With nothing fixed and every leaf-spine pair ``tau`` free links, every leaf
+    sending and receiving at most ``H * tau`` of the flows gets them all without two on one
+    link unit (Konig's edge-colouring theorem). When the fixed flows leave some leaf too few
+    links, the colouring ignores them (they are often far smaller, e.g. pipeline sends beside
+    data-parallel rings); when the intra-pod flows alone exceed a leaf's free links, every
+    link takes ``level`` units, the least whole number of flows per link that fits them all.
+    A leaf with no free link at all counts ``tau`` on every spine.
 
     Examples
     --------
     >>> import numpy as np
     >>> up = np.array([[1, 1], [1, 1]]); down = np.array([[0, 1], [1, 1]])
+    >>> z = np.zeros(0, np.int64)
     >>> intra_spines(np.arange(2), np.array([1, 1]), np.array([0, 0]), np.array([0, 1]),
-    ...              np.array([2, 2]), up, down, 2, 2).tolist()   # leaf 0 receives on spine 1
+    ...              np.array([2, 2]), up, down, z, z, 2, 2).tolist()   # leaf 0 receives on spine 1
     [1, 1]
     """
     H = up.shape[1]
-    out = np.empty(idx.size, np.int64)
-    w = np.empty(H, np.int64)
-    for q in range(idx.size):
+    T = max(tau, 1)
+    C = H * T
+    F = idx.size
+    out = np.empty(F, np.int64)
+    if F == 0:
+        return out
+    ends = np.empty(2 * F, np.int64)
+    for q in range(F):
+        ends[q] = a[idx[q]]
+        ends[F + q] = b[idx[q]]
+    leaves = np.unique(ends)
+    n = leaves.size
+    u = np.searchsorted(leaves, a[idx])
+    v = np.searchsorted(leaves, b[idx])
+    # free units per local leaf and spine, up (sending) and down (receiving)
+    cap_u = np.empty((n, H), np.int64)
+    cap_d = np.empty((n, H), np.int64)
+    for x in range(n):
+        su = 0
+        sd = 0
+        for k in range(H):
+            su += up[leaves[x], k]
+            sd += down[leaves[x], k]
+        for k in range(H):
+            cap_u[x, k] = up[leaves[x], k] if su > 0 else T
+            cap_d[x, k] = down[leaves[x], k] if sd > 0 else T
+    load_u = np.zeros((n, H), np.int64)  # fixed, coloured and overflowing flows
+    load_d = np.zeros((n, H), np.int64)
+    for i in range(fixed.size):
+        f = fixed[i]
+        x = np.searchsorted(leaves, a[f])
+        if x < n and leaves[x] == a[f]:
+            load_u[x, fixed_h[i]] += 1
+        y = np.searchsorted(leaves, b[f])
+        if y < n and leaves[y] == b[f]:
+            load_d[y, fixed_h[i]] += 1
+    # the least whole number of flows per link at which every leaf's flows fit its links;
+    # when the fixed flows make some leaf overflow, the intra-pod flows are kept apart from
+    # each other only (the fixed ones are often far smaller)
+    level = _fit_level(u, v, load_u, load_d, cap_u, cap_d)
+    if level > 1:
+        load_u[:] = 0
+        load_d[:] = 0
+        level = _fit_level(u, v, load_u, load_d, cap_u, cap_d)
+    if level > 1:
+        T *= level
+        C = H * T
+        cap_u *= level
+        cap_d *= level
+    # unit c = k * T + j of spine k is usable at a leaf when j < free links (cap - fixed)
+    free_u = np.empty((n, H), np.int64)
+    free_d = np.empty((n, H), np.int64)
+    for x in range(n):
+        for k in range(H):
+            free_u[x, k] = max(cap_u[x, k] - load_u[x, k], 0)
+            free_d[x, k] = max(cap_d[x, k] - load_d[x, k], 0)
+    at_u = np.full((n, C), -1, np.int64)  # flow (q) holding unit c at a leaf, or -1
+    at_d = np.full((n, C), -1, np.int64)
+    colour = np.full(F, -1, np.int64)
+    path = np.empty(F, np.int64)
+    for q in range(F):
+        x = u[q]
+        y = v[q]
         f = idx[q]
-        total = 0
-        for k in range(H):
-            x = min(up[a[f], k], down[b[f], k])
-            w[k] = x
-            total += x
-        if total == 0:
-            for k in range(H):
-                w[k] = tau
-            total = tau * H
-        pos = (rank[f] + count[f] * ((b[f] - a[f]) % leaves_per_pod)) % total
-        cum = 0
-        h = 0
-        for k in range(H):
-            cum += w[k]
-            if cum > pos:
-                h = k
+        s0 = (rank[f] + count[f] * ((b[f] - a[f]) % leaves_per_pod)) % H
+        pick = -1
+        alpha = -1
+        beta = -1
+        for s in range(C):
+            c = (s0 * T + s) % C
+            k = c // T
+            j = c % T
+            ok_u = j < free_u[x, k] and at_u[x, c] < 0
+            ok_d = j < free_d[y, k] and at_d[y, c] < 0
+            if ok_u and ok_d:
+                pick = c
                 break
-        out[q] = h
+            if alpha < 0 and ok_u and j < free_d[y, k]:
+                alpha = c  # free at the source, held by a flow at the destination
+            if beta < 0 and ok_d:
+                beta = c
+        if pick < 0 and alpha >= 0 and beta >= 0:
+            # the alpha/beta path from the destination: its flows swap alpha and beta
+            m = 0
+            z = y
+            down_side = True
+            c_from = alpha
+            c_to = beta
+            ok = False
+            while m < F:
+                e = at_d[z, c_from] if down_side else at_u[z, c_from]
+                if e < 0:
+                    ok = True
+                    break
+                w = u[e] if down_side else v[e]  # the flow's other end needs c_to there
+                kk = c_to // T
+                jj = c_to % T
+                if down_side:
+                    if jj >= free_u[w, kk]:
+                        break
+                elif jj >= free_d[w, kk]:
+                    break
+                path[m] = e
+                m += 1
+                z = w
+                down_side = not down_side
+                c_from, c_to = c_to, c_from
+            if ok:
+                for i in range(m):
+                    e = path[i]
+                    at_u[u[e], colour[e]] = -1
+                    at_d[v[e], colour[e]] = -1
+                for i in range(m):
+                    e = path[i]
+                    c = beta if colour[e] == alpha else alpha
+                    colour[e] = c
+                    at_u[u[e], c] = e
+                    at_d[v[e], c] = e
+                pick = alpha
+        if pick >= 0:
+            colour[q] = pick
+            at_u[x, pick] = q
+            at_d[y, pick] = q
+            k = pick // T
+        else:  # overflow: the spine least loaded relative to its links at both ends
+            best = np.inf
+            k = s0
+            for s in range(H):
+                kk = (s0 + s) % H
+                ru = (load_u[x, kk] + 1) / cap_u[x, kk] if cap_u[x, kk] > 0 else np.inf
+                rd = (load_d[y, kk] + 1) / cap_d[y, kk] if cap_d[y, kk] > 0 else np.inf
+                r = max(ru, rd)
+                if r < best:
+                    best = r
+                    k = kk
+        load_u[x, k] += 1
+        load_d[y, k] += 1
+        out[q] = k
+    for q in range(F):
+        if colour[q] >= 0:
+            out[q] = colour[q] // T
     return out
 
 
