@@ -52,3 +52,19 @@ def test_docstring_paragraphs_are_reflowed() -> None:
     lines = [line.strip() for line in res.output.splitlines()]
     para = next(line for line in lines if line.startswith("`--preset NAME` runs a paper preset"))
     assert len(para) > 150  # filled to the width, not broken where the docstring breaks (~75)
+
+
+def test_help_does_not_load_the_simulation_engine() -> None:
+    """Building the CLI (what ``lumos --help`` does) imports the queue policies but neither
+    the engine nor its compiled kernels: ``lumoscore.sim`` loads its parts on first use."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from lumoscore.cli import build_app; build_app(); "
+        "import lumoscore.sim as s; assert 'QUEUE_POLICIES' in dir(s); "
+        "print('lumoscore.sim.engine' in sys.modules, 'lumoscore.sim.kernels' in sys.modules); "
+        "s.Simulator; print('lumoscore.sim.engine' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False", "True"]

@@ -40,9 +40,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lumoscore.registry import Registry
-from lumoscore.workload.job import Job
+
+if TYPE_CHECKING:
+    from lumoscore.workload.job import Job
 
 __all__ = ["QUEUE_POLICIES", "QueuePolicy", "arrival_order", "earliest_deadline", "fewest_gpus"]
 
