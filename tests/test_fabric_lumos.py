@@ -561,7 +561,7 @@ def test_intra_spines_is_a_proper_edge_colouring(
 
 def test_intra_spines_spread_a_ring_and_avoid_fixed_flows() -> None:
     """A bidirectional ring of 4 leaves, 4 flows per direction, over 8 spines: one flow per
-    link (the former per-pair offsets put both directions of a leaf on the same 4 spines);
+    link (an offset per leaf pair alone would put both directions on the same 4 spines);
     and flows pinned to spines 0-3 at a leaf (its cross-pod flows) leave spines 4-7 to the
     intra-pod ones."""
     from lumoscore.fabric.lumos_kernels import intra_spines, rank_and_count
