@@ -48,7 +48,7 @@ from lumoscore.workload.load import workload_level
 arch, gpus, jobs, preset = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 base_gpus, base_beta = int(sys.argv[5]), float(sys.argv[6])
 try:
-    fab = make_fabric(arch, gpus)
+    fab = make_fabric(arch, gpus, seed=1)
 except ConfigError as exc:
     print(json.dumps({"skipped": str(exc)}))
     sys.exit(0)
@@ -65,7 +65,7 @@ def timed(fn, count):
             spent[0] += time.perf_counter() - t
             spent[1] += count
     return wrapper
-sim = Simulator(fab, trace.jobs, exposure="research")
+sim = Simulator(fab, trace.jobs, exposure="research", seed=1)
 sim.placer.place = timed(sim.placer.place, 0)
 fab.admit = timed(fab.admit, 1)
 def extra(res):

@@ -43,12 +43,12 @@ from lumoscore.workload import generate_trace
 arch, gpus, jobs, eps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 preset, exposure, routing = sys.argv[5], sys.argv[6], sys.argv[7] or None
 try:
-    fab = make_fabric(arch, gpus, routing=routing if arch.startswith("clos") else None)
+    fab = make_fabric(arch, gpus, routing=routing if arch.startswith("clos") else None, seed=1)
 except ConfigError as exc:
     print(json.dumps({"skipped": str(exc)}))
     sys.exit(0)
 trace = generate_trace(preset, jobs, seed=1, cluster_gpus=gpus, beta_s=2000)
-sim = Simulator(fab, trace.jobs, eps=eps, exposure=exposure)
+sim = Simulator(fab, trace.jobs, eps=eps, exposure=exposure, seed=1)  # seed 1 as `lumos run`
 def extra(res):
     return {"mean_jrt_s": res.summary["mean_jrt_s"]}
 """
