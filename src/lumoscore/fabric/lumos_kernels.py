@@ -304,6 +304,10 @@ def intra_spines(
                 for i in range(m):
                     e = path[i]
                     c = beta if colour[e] == alpha else alpha
+                    load_u[u[e], colour[e] // T] -= 1  # (the loads follow the flow's spine)
+                    load_d[v[e], colour[e] // T] -= 1
+                    load_u[u[e], c // T] += 1
+                    load_d[v[e], c // T] += 1
                     colour[e] = c
                     at_u[u[e], c] = e
                     at_d[v[e], c] = e
