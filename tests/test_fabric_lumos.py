@@ -511,6 +511,30 @@ def test_ocs_capacity_diff_reuses_its_scratch() -> None:
         assert not scratch[0].any()
 
 
+def test_ocs_capacity_diff_on_its_support_equals_the_whole_diff() -> None:
+    """Looking only at the circuits' links and a superset of the non-zero capacities (in any
+    order, with repeats) gives the whole-block diff, and clears its scratch."""
+    from lumoscore.fabric.lumos_kernels import ocs_capacity_diff_on
+
+    rng = np.random.default_rng(4)
+    H, P, port = 3, 5, 10.0
+    count, seen = np.zeros(H * P * P, np.int64), np.zeros(H * P * P, np.bool_)
+    for _ in range(20):
+        n = int(rng.integers(0, 30))
+        c = np.zeros((n, 6), np.int64)
+        c[:, 0], c[:, 2], c[:, 4] = (rng.integers(0, m, n) for m in (H, P, P))
+        cap = rng.integers(0, 3, H * P * P) * port * (rng.random(H * P * P) < 0.3)
+        support = np.concatenate(
+            [np.flatnonzero(cap), rng.integers(0, H * P * P, 5), np.flatnonzero(cap)[:3]]
+        )
+        rng.shuffle(support)
+        want = np.bincount((c[:, 0] * P + c[:, 2]) * P + c[:, 4], minlength=H * P * P) * port
+        idx, new = ocs_capacity_diff_on(c, cap, P, port, support, count, seen)
+        assert idx.tolist() == np.flatnonzero(want != cap).tolist()
+        assert new.tolist() == want[idx].tolist()
+        assert not count.any() and not seen.any()
+
+
 def _spine_loads(
     spines: np.ndarray, a: np.ndarray, b: np.ndarray, leaves: int, H: int
 ) -> tuple[np.ndarray, np.ndarray]:

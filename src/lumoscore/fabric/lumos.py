@@ -90,9 +90,8 @@ from lumoscore.fabric.base import (
 from lumoscore.fabric.hashing import flow_hash
 from lumoscore.fabric.lumos_kernels import (
     classify_flows,
-    diff_scratch,
     intra_spines,
-    ocs_capacity_diff,
+    ocs_capacity_diff_on,
     planned_cross_spines,
     route_links,
 )
@@ -178,7 +177,9 @@ def _spread(weights: IntArray, rank: IntArray) -> IntArray:
 _BLACKHOLED = 1e-6
 
 #: Options of :func:`lumoscore.placement.admit` that a release passes on to ``finish``.
-_FINISH_OPTIONS = frozenset(("logical_method", "logical_mode", "iota", "backup", "static"))
+_FINISH_OPTIONS = frozenset(
+    ("logical_method", "logical_mode", "iota", "backup", "static", "toe_patch")
+)
 
 
 class LumosCoreFabric(Fabric):
@@ -338,8 +339,8 @@ class LumosCoreFabric(Fabric):
         self.switch_share = float(switch_share)
         self.switch_s = float(switch_s)
         self._switching = False  # a periodic switch is under way
-        #: scratch of ocs_capacity_diff, made at the first use (three arrays of H P^2 entries)
-        self._diff_scratch: tuple[IntArray, IntArray, NDArray[np.float64]] | None = None
+        #: scratch of ocs_capacity_diff_on, made at the first use (counts and marks, H P^2)
+        self._diff_scratch: tuple[IntArray, NDArray[np.bool_]] | None = None
         self.policy = policy
         self.seed = int(seed)
         self.chip_tbps = chip_tbps
@@ -376,6 +377,10 @@ class LumosCoreFabric(Fabric):
                 np.zeros(H * P * P),
             ]
         )
+        #: OCS links (offsets into the OCS block) that may have a non-zero capacity: every one
+        #: that has (and some back at zero), kept by :meth:`apply` (see :meth:`_ocs_diff`)
+        self._ocs_support = np.zeros(0, np.int64)
+        self._ocs_listed = np.zeros(H * P * P, np.bool_)
         self._pending: dict[int, FabricChange] = {}
         #: Links each admitted job shares with others (path sharing, > 0: contention expected).
         self.shared_links: dict[int, int] = {}
@@ -471,15 +476,36 @@ class LumosCoreFabric(Fabric):
         return tuple(x.astype(np.int64) for x in (tk, ti, hk, hi))  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ placer
+    def apply(self, change: FabricChange) -> None:
+        """:meth:`Fabric.apply`, keeping the list of OCS links of non-zero capacity (what
+        :meth:`_ocs_diff` looks at besides the circuits' links). The OCS block's capacities
+        change only here."""
+        super().apply(change)
+        if change.empty:
+            return
+        k = change.links - self.off_ocs
+        k = k[(k >= 0) & (change.capacity_bps != 0)]
+        k = k[~self._ocs_listed[k]]
+        if k.size:
+            k = np.unique(k)
+            self._ocs_listed[k] = True
+            self._ocs_support = np.concatenate([self._ocs_support, k])
+
     def _ocs_diff(self) -> tuple[IntArray, NDArray[np.float64]]:
         """OCS links (offsets into the OCS block) whose capacity differs from what the
-        current circuits give them, and that capacity."""
+        current circuits give them, and that capacity: the circuits' links and those of
+        non-zero capacity are compared, in their number rather than ``H P^2``."""
         circuits = np.ascontiguousarray(self.state.circuits, dtype=np.int64)
         old = np.ascontiguousarray(self.capacity_bps[self.off_ocs :])
         port = self.spec.port_bps * (_BLACKHOLED if self._switching else 1.0)
+        sup = self._ocs_support
+        gone = old[sup] == 0
+        if gone.any():  # links back to zero leave the list
+            self._ocs_listed[sup[gone]] = False
+            self._ocs_support = sup = sup[~gone]
         if self._diff_scratch is None:
-            self._diff_scratch = diff_scratch(old.size)
-        return ocs_capacity_diff(circuits, old, self._H, self._P, port, self._diff_scratch)
+            self._diff_scratch = (np.zeros(old.size, np.int64), np.zeros(old.size, np.bool_))
+        return ocs_capacity_diff_on(circuits, old, self._P, port, sup, *self._diff_scratch)
 
     def _ocs_change(self, delay_s: float, note: str) -> FabricChange:
         diff, new_bps = self._ocs_diff()

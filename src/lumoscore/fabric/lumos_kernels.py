@@ -32,6 +32,7 @@ __all__ = [
     "diff_scratch",
     "intra_spines",
     "ocs_capacity_diff",
+    "ocs_capacity_diff_on",
     "planned_cross_spines",
     "rank_and_count",
     "route_links",
@@ -463,6 +464,59 @@ def _capacity_diff(
     for r in range(circuits.shape[0]):
         count[(circuits[r, 0] * P + circuits[r, 2]) * P + circuits[r, 4]] = 0
     return idx[:o].copy(), cap[:o].copy()
+
+
+@cached_jit
+def ocs_capacity_diff_on(
+    circuits: IntArray,
+    capacity_bps: NDArray[np.float64],
+    P: int,
+    port_bps: float,
+    support: IntArray,
+    count: IntArray,
+    seen: NDArray[np.bool_],
+) -> tuple[IntArray, NDArray[np.float64]]:  # pragma: no cover - jit
+    """:func:`ocs_capacity_diff` where only the circuits' links and ``support`` (a superset
+    of the links of non-zero capacity) can differ: work in their number, not in ``H P^2``.
+    ``count`` and ``seen`` (``H P^2`` entries, zero / False) are scratch, cleared again on
+    return; the links come back in ascending order, as from :func:`ocs_capacity_diff`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = np.array([[0, 0, 0, 0, 1, 0], [0, 1, 1, 0, 0, 0]])
+    >>> cap = np.zeros(4); cap[3] = 5.0
+    >>> idx, new = ocs_capacity_diff_on(c, cap, 2, 10.0, np.array([3]), np.zeros(4, np.int64),
+    ...                                 np.zeros(4, np.bool_))
+    >>> idx.tolist(), new.tolist()
+    ([1, 2, 3], [10.0, 10.0, 0.0])
+    """
+    n = circuits.shape[0]
+    keys = np.empty(n + support.size, np.int64)
+    for r in range(n):
+        k = (circuits[r, 0] * P + circuits[r, 2]) * P + circuits[r, 4]
+        count[k] += 1
+        keys[r] = k
+    for s in range(support.size):
+        keys[n + s] = support[s]
+    idx = np.empty(keys.size, np.int64)
+    cap = np.empty(keys.size, np.float64)
+    o = 0
+    for q in range(keys.size):
+        k = keys[q]
+        if seen[k]:
+            continue
+        seen[k] = True
+        new = count[k] * port_bps
+        if new != capacity_bps[k]:
+            idx[o] = k
+            cap[o] = new
+            o += 1
+    for q in range(keys.size):
+        count[keys[q]] = 0
+        seen[keys[q]] = False
+    order = np.argsort(idx[:o])
+    return idx[:o][order], cap[:o][order]
 
 
 @cached_jit

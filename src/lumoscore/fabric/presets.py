@@ -102,8 +102,10 @@ _CLOS_RE = re.compile(
 )
 _LEAF_SPINE_RE = re.compile(r"^leaf-spine-(?P<chip>\d+(?:\.\d+)?)t$")
 #: Relative cost of a simulated job-GPU on a fabric whose jobs share links (rate solves
-#: dominate) and on one whose jobs are isolated or placed apart (used to schedule sweeps).
-_SHARED_COST, _ISOLATED_COST = 10.0, 1.0
+#: dominate) and on one whose jobs are isolated or placed apart (used to order a sweep's runs,
+#: longest first). Measured on the default experiment (4096 GPUs, 1000 jobs): Best 0.7 s, each
+#: Clos 3.8 s; LumosCore see :func:`lumoscore_architecture`.
+_SHARED_COST, _ISOLATED_COST = 5.5, 1.0
 
 
 @dataclass(frozen=True)
@@ -308,7 +310,11 @@ def lumoscore_architecture(chip_tbps: float, tau: int, *, name: str) -> Architec
     ``reconfig_delay_s``, ``demand_method``, ``wiring``, ``solver``, ``policy``,
     ``admit_options``)."""
     build = partial(_build_lumoscore, chip_tbps=chip_tbps, tau=tau, name=name)
-    return Architecture(build, LumosCoreFabric, _ISOLATED_COST)
+    # topology engineering at every admission grows with the pods: measured on the default
+    # experiment (4096 GPUs), relative to Best, 3.4 with 16 pods, 4.5 with 32, 6.4 with 64
+    k = radix(chip_tbps, LUMOSCORE_PORT_GBPS) // 2
+    pods_at_4096 = 4096 * tau / (k * k)
+    return Architecture(build, LumosCoreFabric, 2.4 + pods_at_4096 / 16)
 
 
 def _build_leaf_spine(

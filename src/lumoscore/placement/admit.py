@@ -79,7 +79,8 @@ from lumoscore.placement.policies import EP_SPLIT_TIER, PlacementPolicy, get_pol
 from lumoscore.placement.state import ClusterState, DemandPart, Placement, Refusal
 from lumoscore.toe import StagedPlan, ToeResult, circuit_loss, configure, rewired_circuits
 from lumoscore.toe import staged_plan as toe_staged_plan
-from lumoscore.toe.model import sort_rows
+from lumoscore.toe.model import PortModel, sort_rows
+from lumoscore.toe.patch import changed_pairs, patch_circuits
 from lumoscore.topology.logical import (
     LogicalTopology,
     apply_split,
@@ -129,10 +130,9 @@ class Reconfiguration:
         Circuits of the new configuration absent from the previous one.
     plan : StagedPlan or None
         Staged reconfiguration (with ``iota`` and a previous configuration).
-    spine_link_contention : ndarray or None
-        ``(H, P, P)`` contention level of the spine-to-spine (OCS) links of every pod pair:
-        requirements ``C_ijh`` per circuit asked from the ToE, rounded up (1 unless ``C`` had
-        to be scaled down to the spines' ports; 0 for unused pairs). None without a wiring.
+    ocs_links : ndarray or None
+        ``(H, P, P)`` links asked of the ToE for ``C``: ``C`` itself, or ``C`` scaled down to
+        the spines' ports (before any backup links). None without a wiring.
     logical_time_s, toe_time_s : float
         Wall-clock time of the two steps.
     notes : tuple of str
@@ -145,10 +145,20 @@ class Reconfiguration:
     changed_groups: tuple[int, ...] = ()
     rewired_circuits: int = 0
     plan: StagedPlan | None = None
-    spine_link_contention: IntArray | None = None
+    ocs_links: IntArray | None = None
     logical_time_s: float = 0.0
     toe_time_s: float = 0.0
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def spine_link_contention(self) -> IntArray | None:
+        """``(H, P, P)`` contention level of the spine-to-spine (OCS) links of every pod pair:
+        requirements ``C_ijh`` per link asked of the ToE, rounded up (1 unless ``C`` had to be
+        scaled down to the spines' ports; 0 for unused pairs). None without a wiring."""
+        if self.ocs_links is None:
+            return None
+        C = self.logical.C
+        return np.where(C > 0, -(-C // np.maximum(self.ocs_links, 1)), 0)
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
@@ -306,12 +316,18 @@ def reconfigure(
     backup: bool = False,
     static: bool = False,
     logical: LogicalTopology | None = None,
+    patch: bool = True,
 ) -> Reconfiguration:
     """Recompute the logical topology of ``state.L`` (or take ``logical``, already computed)
     and, with a wiring, the OCS configuration.
 
     Only groups whose demand changed are handed to the ToE; the others keep their circuits.
-    Updates ``state.logical`` and ``state.circuits``.
+    With ``patch`` (default) and a configuration this function deployed on the same channel
+    view of the wiring (a :class:`~lumoscore.toe.PortModel`), the circuits are first patched
+    on the pod pairs whose link count changed (:func:`lumoscore.toe.patch.patch_circuits`:
+    the least rewiring, at a cost that grows with the change); ``solver`` runs when the
+    patch finds no free ports for a new link. Updates ``state.logical`` and
+    ``state.circuits``.
 
     Examples
     --------
@@ -337,17 +353,21 @@ def reconfigure(
     scaled = not static and demand is not topo.C and not np.array_equal(demand, topo.C)
     if scaled:
         notes.append("logical topology scaled down to the spines' OCS ports (contention)")
-    if not scaled:  # ceil(C / C) = 1 where C > 0
-        links = (topo.C > 0).astype(np.int64)
-    else:
-        links = np.where(topo.C > 0, -(-topo.C // np.maximum(demand, 1)), 0)
+    # the links asked per pod pair (Reconfiguration.spine_link_contention), before backups
+    links = demand if scaled else topo.C
     if backup and not static:
         demand = demand + backup_mesh(demand, spec, ports)
     old = state.circuits
     H, P = spec.ocs_groups, spec.pods
-    prev = np.bincount((old[:, 0] * P + old[:, 2]) * P + old[:, 4], minlength=H * P * P)
-    prev = prev.reshape(H, P, P)
-    changed = (prev != demand).any(axis=(1, 2))
+    if old is state.toe_circuits and state.toe_counts is not None:
+        prev = state.toe_counts
+    else:
+        prev = np.bincount((old[:, 0] * P + old[:, 2]) * P + old[:, 4], minlength=H * P * P)
+        prev = prev.reshape(H, P, P)
+    counts: IntArray | None = prev  # links per pod pair of the new circuits, when known
+    pairs = changed_pairs(prev, demand)  # (symmetric counts: a pair i < j per change)
+    changed = np.zeros(H, bool)
+    changed[pairs[0]] = True
     live = getattr(wiring, "live", None)  # a PortModel with dead ports: their circuits go
     if live is not None and len(old):
         changed[old[~live(old), 0]] = True
@@ -358,12 +378,32 @@ def reconfigure(
     if changed.size:
         # circuits this function deployed for the same wiring need no validation
         trusted = old is state.toe_circuits and wiring is state.toe_wiring
-        res = configure(
-            demand[changed], wiring, current=old, solver=solver, groups=changed, check=not trusted
-        )
         member = np.zeros(H, bool)
         member[changed] = True
         hit = member[old[:, 0]]
+        res = None
+        if patch and trusted and isinstance(wiring, PortModel) and not backup and not static:
+            t_patch = time.perf_counter()
+            patched = patch_circuits(wiring, old, *pairs)
+            if patched is not None:
+                counts = demand  # the patch realizes every count exactly
+                res = ToeResult(
+                    circuits=patched[member[patched[:, 0]]],
+                    solver="patch",
+                    status="optimal",
+                    solve_time_s=time.perf_counter() - t_patch,
+                    groups=tuple(int(h) for h in changed),
+                )
+        if res is None:
+            counts = None
+            res = configure(
+                demand[changed],
+                wiring,
+                current=old,
+                solver=solver,
+                groups=changed,
+                check=not trusted,
+            )
         new = np.concatenate([old[~hit], res.circuits]).astype(np.int64)
         # trusted: both parts sorted and their groups disjoint, so sorting by group suffices
         new = new[np.argsort(new[:, 0], kind="stable")] if trusted else sort_rows(new)
@@ -384,7 +424,7 @@ def reconfigure(
             notes.append(f"staged plan: {exc}")
     state.logical = topo
     state.circuits = new
-    state.toe_circuits, state.toe_wiring = new, wiring
+    state.toe_circuits, state.toe_wiring, state.toe_counts = new, wiring, counts
     return Reconfiguration(
         logical=topo,
         circuits=new,
@@ -392,7 +432,7 @@ def reconfigure(
         changed_groups=tuple(int(h) for h in changed),
         rewired_circuits=rewired,
         plan=plan,
-        spine_link_contention=links,
+        ocs_links=links,
         logical_time_s=t1 - t0,
         toe_time_s=t2 - t1,
         notes=tuple(notes),
@@ -479,11 +519,14 @@ def admit(
     backup: bool = False,
     static: bool = False,
     split_ep: bool = True,
+    toe_patch: bool = True,
 ) -> Admission:
     """Place a new job, update ``L``, the logical topology and the OCS configuration.
 
     See the module docstring. ``split_ep`` enables the EP-split fallback of step 1 (``False``:
-    such a job is refused, ``kind="locality"``, ``reason="ep-confinement"``). A refused job
+    such a job is refused, ``kind="locality"``, ``reason="ep-confinement"``). ``toe_patch``:
+    the OCS configuration is patched on the changed pod pairs before ``solver`` runs
+    (:func:`reconfigure`'s ``patch``). A refused job
     leaves the state unchanged except for the fragmentation record (``state.refusals``).
     """
     t0 = time.perf_counter()
@@ -551,6 +594,7 @@ def admit(
                 backup=backup,
                 static=static,
                 logical=topo,
+                patch=toe_patch,
             )
         except InfeasibleError as exc:  # the OCS layer cannot carry it: undo the allocation
             state.release(job.job_id)
@@ -586,9 +630,11 @@ def finish(
     iota: float | None = None,
     backup: bool = False,
     static: bool = False,
+    toe_patch: bool = True,
 ) -> Admission:
     """Release a finished job (GPUs and demand) and, if it had cross-pod demand and
-    ``reconfigure_now``, recompute the logical topology and OCS configuration."""
+    ``reconfigure_now``, recompute the logical topology and OCS configuration (``toe_patch``:
+    as in :func:`admit`)."""
     split = state.job_split.get(job_id)
     if state.hand_over(job_id):
         split = None  # (part of the job's links stay, for jobs leaning on them)
@@ -608,6 +654,7 @@ def finish(
             backup=backup,
             static=static,
             logical=topo,
+            patch=toe_patch,
         )
     return Admission(job_id, p, demand=part, reconfiguration=rec, released=(job_id,))
 

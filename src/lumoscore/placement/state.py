@@ -16,6 +16,7 @@ A :class:`ClusterState` holds, as NumPy arrays,
 * ``toe_circuits``, ``toe_wiring`` -- the configuration :func:`~lumoscore.placement.reconfigure`
   deployed last and the wiring it was computed for: while ``circuits`` is that very array,
   the next reconfiguration skips validating it (bookkeeping only; None = not known);
+  ``toe_counts`` -- its links per pod pair ``(H, P, P)`` when known (None: counted again);
 * ``failed_links`` -- leaf-spine links down per ``(leaf, spine)``; ``spine_ports`` -- the
   working OCS-facing ports of every spine ``(H, P)`` when some are out of service (None:
   all ``k_spine`` work), the logical topology's port budget.
@@ -206,6 +207,7 @@ class ClusterState:
     job_split: dict[int, Any] = field(default_factory=dict)
     toe_circuits: IntArray | None = None
     toe_wiring: Any = None
+    toe_counts: IntArray | None = None
     spine_ports: IntArray | None = None
 
     # ---- construction -----------------------------------------------------------------

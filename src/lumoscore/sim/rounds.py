@@ -62,7 +62,7 @@ from lumoscore.sim.events import Event
 from lumoscore.sim.fluid import FluidSet
 from lumoscore.sim.plan import JobPlan, RoundPlan, resolo, solo_state
 from lumoscore.sim.probing import InFlight, reroute
-from lumoscore.sim.solo import claim_solo, in_use, mark_in_use, release_solo
+from lumoscore.sim.solo import any_marked, claim_solo, in_use, mark_in_use, release_solo
 from lumoscore.sim.state import P_FINISH, P_FLUID, P_ROUND, JobRun, RunState, SimulationError
 
 __all__ = ["Checkpoints", "RoundModel"]
@@ -240,7 +240,7 @@ class RoundModel:
         """Switch every isolated job crossing a link marked in ``scratch`` to round by round."""
         scratch = self.scratch
         for run in list(self.s.running.values()):
-            if run.isolated and scratch[run.plan.links].any():
+            if run.isolated and any_marked(run.plan.links, scratch):
                 self.materialize(run, now)
 
     def resolo_marked(self) -> None:
@@ -248,7 +248,7 @@ class RoundModel:
         capacities changed)."""
         scratch, cap, eps = self.scratch, self.cap, self.eps
         for run in self.s.running.values():
-            if scratch[run.plan.links].any():
+            if any_marked(run.plan.links, scratch):
                 run.plan = resolo(run.plan, cap, scratch, eps=eps)
 
     # -- rounds ---------------------------------------------------------------------------

@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from lumoscore.jit import cached_jit
 
-__all__ = ["claim_solo", "in_use", "mark_in_use", "release_solo"]
+__all__ = ["any_marked", "claim_solo", "in_use", "mark_in_use", "release_solo"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -87,6 +87,17 @@ def claim_solo(
         solo_load[l] += peak_bps[i]
         solo_until[l] = max(solo_until[l], t0 + idle_s[i])
     return True, shared, left
+
+
+@cached_jit
+def any_marked(links: IntArray, marks: NDArray[np.bool_]) -> bool:  # pragma: no cover - compiled
+    """Whether one of ``links`` is marked: ``marks[links].any()`` without the copy."""
+    found = False
+    for i in range(links.size):
+        if marks[links[i]]:
+            found = True
+            break
+    return found
 
 
 @cached_jit

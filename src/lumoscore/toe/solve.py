@@ -103,7 +103,8 @@ class ToeResult:
     circuits : ndarray
         ``(n, 6)`` rows ``[group, ocs, tx_pod, tx_port, rx_pod, rx_port]``.
     solver : str
-        Solver asked for.
+        Solver asked for (``"patch"``: :func:`lumoscore.toe.patch.patch_circuits` answered,
+        in :func:`lumoscore.placement.reconfigure`).
     status : str
         ``"optimal"`` (proved optimal for the solver's objective), ``"feasible"`` (valid, not
         proved optimal), ``"timeout"`` (time limit reached; best solution found) or

@@ -269,9 +269,9 @@ def _build(
     ab = uk // H
     aa, bb = ab // n, ab % n
     per = spec.leaves_per_pod
-    C = np.bincount((hh * P + aa // per) * P + bb // per, weights=val, minlength=H * P * P).astype(
-        np.int64
-    )
+    # (integer adds into zeros: no float array of H P^2 entries to convert)
+    C = np.zeros(H * P * P, np.int64)
+    np.add.at(C, (hh * P + aa // per) * P + bb // per, val)
     up = np.bincount(aa * H + hh, weights=val, minlength=n * H).astype(np.int64)
     down = np.bincount(bb * H + hh, weights=val, minlength=n * H).astype(np.int64)
     return LogicalTopology(
