@@ -186,6 +186,15 @@ def test_extend_and_shrink_keep_constraints(spec: ClusterSpec, seed: int, fill: 
     split = free_link_split(topo, add, spec)  # the same entries, removable exactly
     assert np.array_equal(apply_split(topo, split, spec).dense(), ext.dense())
     assert np.array_equal(apply_split(ext, split, spec, sign=-1).dense(), kept)
+    # what apply_split says changed: its row sums are C's, C differs from its origin only at
+    # the keys it lists, both ways
+    for t0, sign in ((topo, 1), (ext, -1)):
+        t1 = apply_split(t0, split, spec, sign=sign)
+        assert t1.derived_from is t0.C
+        assert np.array_equal(t1.spine_row_sums(), t1.C.sum(axis=2))
+        outside = np.ones(t1.C.size, bool)
+        outside[t1.changed_keys] = False
+        assert np.array_equal(t1.C.reshape(-1)[outside], t0.C.reshape(-1)[outside])
     if split[3].size:  # nothing to remove from an empty split
         with pytest.raises(PreconditionError):
             apply_split(heuristic_decomposition(0 * base, spec), split, spec, sign=-1)

@@ -147,3 +147,23 @@ def test_simulation_with_and_without_the_patch() -> None:
         jct[patch] = res.summary["mean_jct_s"]
     assert jct[True] == jct[False]
     assert checked > 40
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), H=st.integers(1, 3), P=st.integers(2, 7))
+def test_changed_pairs_at_listed_keys_equals_the_full_comparison(seed, H, P) -> None:
+    """Given keys covering every difference (in one direction or both, plus others), the
+    comparison at the keys finds the same pairs as the whole-array one."""
+    rng = np.random.default_rng(seed)
+    before = rng.integers(0, 3, (H, P, P))
+    before = np.triu(before, 1) + np.triu(before, 1).transpose(0, 2, 1)
+    after = before.copy()
+    for _ in range(int(rng.integers(0, 5))):
+        h, i, j = int(rng.integers(H)), *(int(x) for x in rng.choice(P, 2, replace=False))
+        after[h, i, j] = after[h, j, i] = int(rng.integers(0, 4))
+    diff = np.flatnonzero(before != after)
+    lower = diff[(diff // P % P) > (diff % P)]  # one direction only: the (j, i) entries
+    keys = np.unique(np.concatenate([lower, rng.integers(0, H * P * P, 3)]))
+    full = changed_pairs(before, after)
+    listed = changed_pairs(before, after, keys=keys)
+    assert [x.tolist() for x in listed] == [x.tolist() for x in full]

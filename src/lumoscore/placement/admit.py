@@ -217,10 +217,10 @@ class Admission:
         return None if self.reconfiguration is None else self.reconfiguration.plan
 
 
-def feasible_demand(C: Any, k_spine: Any) -> IntArray:
+def feasible_demand(C: Any, k_spine: Any, rows: IntArray | None = None) -> IntArray:
     """Scale ``C`` down symmetrically so no spine needs more than ``k_spine`` OCS ports
     (one number, or ``(H, P)`` per spine: its working ports), keeping every pod pair of
-    ``C`` connected.
+    ``C`` connected (``rows``: ``C.sum(axis=2)`` when the caller knows it).
 
     A pod pair whose requirements are scaled down must keep at least one circuit: the jobs'
     flows between the two pods need one (LumosCore §4.2: the logical topology serves every
@@ -245,7 +245,7 @@ def feasible_demand(C: Any, k_spine: Any) -> IntArray:
     [[0, 1, 7], [1, 0, 0], [7, 0, 0]]
     """
     Cm = np.asarray(C, dtype=np.int64)
-    rows = Cm.sum(axis=2)
+    rows = Cm.sum(axis=2) if rows is None else rows
     k_spine = np.broadcast_to(np.asarray(k_spine, dtype=np.int64), rows.shape)
     if (rows <= k_spine).all():
         return Cm
@@ -349,7 +349,10 @@ def reconfigure(
         state.logical = topo
         return Reconfiguration(topo, state.circuits, logical_time_s=t1 - t0)
     ports = spec.k_spine if state.spine_ports is None else state.spine_ports
-    demand = port_mesh(spec, ports) if static else feasible_demand(topo.C, ports)
+    if static:
+        demand = port_mesh(spec, ports)
+    else:
+        demand = feasible_demand(topo.C, ports, rows=topo.spine_row_sums())
     scaled = not static and demand is not topo.C and not np.array_equal(demand, topo.C)
     if scaled:
         notes.append("logical topology scaled down to the spines' OCS ports (contention)")
@@ -365,7 +368,10 @@ def reconfigure(
         prev = np.bincount((old[:, 0] * P + old[:, 2]) * P + old[:, 4], minlength=H * P * P)
         prev = prev.reshape(H, P, P)
     counts: IntArray | None = prev  # links per pod pair of the new circuits, when known
-    pairs = changed_pairs(prev, demand)  # (symmetric counts: a pair i < j per change)
+    # (symmetric counts: a pair i < j per change; where topo says what changed since the
+    # counts deployed, only there)
+    derived = demand is topo.C and prev is topo.derived_from
+    pairs = changed_pairs(prev, demand, keys=topo.changed_keys if derived else None)
     changed = np.zeros(H, bool)
     changed[pairs[0]] = True
     live = getattr(wiring, "live", None)  # a PortModel with dead ports: their circuits go

@@ -46,11 +46,16 @@ IntArray = NDArray[np.int64]
 
 
 def changed_pairs(
-    before: IntArray, after: IntArray, groups: IntArray | None = None
+    before: IntArray,
+    after: IntArray,
+    groups: IntArray | None = None,
+    keys: IntArray | None = None,
 ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
     """The pod pairs ``i < j`` whose link count differs between the symmetric ``(H, P, P)``
     counts ``before`` and ``after``: ``(group, i, j, after - before)`` (``groups``: the group
-    of each of the ``H`` matrices, default ``0..H-1``), in ``(group, i, j)`` order.
+    of each of the ``H`` matrices, default ``0..H-1``), in ``(group, i, j)`` order. ``keys``
+    (flat indices into ``(H, P, P)``, sorted): the only entries that can differ, when the
+    caller knows them (then the work is in their number).
 
     Examples
     --------
@@ -62,7 +67,14 @@ def changed_pairs(
     """
     b0, a0 = np.asarray(before), np.asarray(after)
     P = b0.shape[-1]
-    keys = np.flatnonzero(b0 != a0)  # one pass over the counts; the rest is per change
+    if keys is None:
+        keys = np.flatnonzero(b0 != a0)  # one pass over the counts; the rest is per change
+    else:
+        keys = np.asarray(keys, dtype=np.int64)
+        h, i, j = keys // (P * P), keys // P % P, keys % P
+        # a pair i < j whose (j, i) entry was listed (symmetric counts: both differ)
+        keys = np.unique((h * P + np.minimum(i, j)) * P + np.maximum(i, j))
+        keys = keys[b0.reshape(-1)[keys] != a0.reshape(-1)[keys]]
     h, i, j = keys // (P * P), keys // P % P, keys % P
     up = i < j
     keys, h, i, j = keys[up], h[up], i[up], j[up]

@@ -52,7 +52,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -109,6 +109,13 @@ class LogicalTopology:
         OCS-facing ports of a spine.
     method : str
         Algorithm that produced it.
+    derived_from, changed_keys : ndarray or None
+        Set by :func:`apply_split`: the ``C`` of the topology it started from and the flat
+        keys into ``(H, P, P)`` where this ``C`` can differ from it (what a caller comparing
+        the two needs to look at); None otherwise.
+    row_sums : ndarray or None
+        ``(H, P)`` ``sum_j C_ijh`` when known (kept up to date by :func:`apply_split`);
+        :meth:`spine_row_sums` computes it otherwise.
     """
 
     a: IntArray
@@ -121,6 +128,13 @@ class LogicalTopology:
     capacity: IntArray
     k_spine: int
     method: str
+    derived_from: IntArray | None = field(default=None, repr=False)
+    changed_keys: IntArray | None = field(default=None, repr=False)
+    row_sums: IntArray | None = field(default=None, repr=False)
+
+    def spine_row_sums(self) -> IntArray:
+        """``(H, P)``: the OCS ports each spine needs, ``sum_j C_ijh``."""
+        return self.C.sum(axis=2) if self.row_sums is None else self.row_sums
 
     @property
     def leaf_contention(self) -> IntArray:
@@ -485,7 +499,13 @@ def apply_split(
     )  # fmt: skip
     if (out.value < 0).any():
         raise PreconditionError("apply_split: removing more than the split carries")
-    return out
+    # what changed at pod level, for callers that compare C with topo.C (reconfigure)
+    P, per = spec.pods, spec.leaves_per_pod
+    pa, pb = a // per, b // per
+    keys = np.unique((h * P + pa) * P + pb)
+    rows = topo.spine_row_sums().copy()
+    np.add.at(rows, (h, pa), sign * v)
+    return replace(out, derived_from=topo.C, changed_keys=keys, row_sums=rows)
 
 
 def shrink_logical_topology(
