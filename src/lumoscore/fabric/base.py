@@ -69,6 +69,22 @@ class NoRouteError(InfeasibleError):
 
 
 @cached_jit
+def _same_routes(
+    indptr: IntArray, indices: IntArray, cur_indptr: IntArray, cur_indices: IntArray
+) -> bool:  # pragma: no cover - compiled
+    """Whether two CSR route sets are the same."""
+    if indptr.size != cur_indptr.size or indices.size != cur_indices.size:
+        return False
+    for i in range(indptr.size):
+        if indptr[i] != cur_indptr[i]:
+            return False
+    for i in range(indices.size):  # noqa: SIM110 (compiled: an early exit, no generator)
+        if indices[i] != cur_indices[i]:
+            return False
+    return True
+
+
+@cached_jit
 def _flows_over(dead: NDArray[np.bool_], indptr: IntArray, indices: IntArray) -> NDArray[np.bool_]:
     """Whether each flow of a CSR route set crosses a link marked in ``dead``."""
     out = np.zeros(indptr.size - 1, np.bool_)
@@ -391,6 +407,43 @@ class Fabric(ABC):
         self.dead_links[links] = new <= 0.0
         verb = "fail" if fail else "repair"
         return FabricChange(links=links, capacity_bps=new, note=f"{verb} {idx.size} cable(s)")
+
+    def rerouted(
+        self,
+        src: IntArray,
+        dst: IntArray,
+        flow_key: IntArray,
+        indptr: IntArray,
+        indices: IntArray,
+        *,
+        job_id: int,
+        link_load: NDArray[np.float64],
+        flow_weight: NDArray[np.float64],
+    ) -> Routes | None:
+        """The flows routed again as :meth:`live_routes` routes them (a load-aware routing
+        at a round's start, against ``link_load``), or None when every flow keeps its route
+        in the current CSR routes ``(indptr, indices)``. The simulator's call at every round:
+        ``src``, ``dst``, ``flow_key`` as a round plan keeps them (int64, checked when the
+        plan was built); subclasses may answer it faster.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from lumoscore.fabric import ClosFabric
+        >>> fab = ClosFabric(256, 1600, radix=16, tiers=3, gpus_per_server=8, routing="probing")
+        >>> s, d, k = np.array([0]), np.array([200]), np.array([0])
+        >>> r = fab.routes(s, d, k)
+        >>> load = np.zeros(fab.n_links)
+        >>> fab.rerouted(s, d, k, r.indptr, r.indices, job_id=0, link_load=load,
+        ...              flow_weight=np.ones(1)) is None
+        True
+        """
+        routes = self.live_routes(
+            src, dst, flow_key, job_id=job_id, link_load=link_load, flow_weight=flow_weight
+        )
+        if _same_routes(routes.indptr, routes.indices, indptr, indices):
+            return None
+        return routes
 
     def live_routes(self, src: ArrayLike, dst: ArrayLike, flow_key: ArrayLike, **kw: Any) -> Routes:
         """:meth:`routes`, with every flow that would cross a link of :attr:`dead_links`

@@ -62,7 +62,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError
-from lumoscore.fabric.base import Fabric, IntArray, Routes, check_positive, geometry_spec
+from lumoscore.fabric.base import (
+    Fabric,
+    IntArray,
+    Routes,
+    _same_routes,
+    check_positive,
+    geometry_spec,
+)
 from lumoscore.fabric.hashing import flow_hash_jit
 from lumoscore.fabric.routing import (
     CANDIDATE_STEP,
@@ -575,6 +582,45 @@ class ClosFabric(Fabric):
         for s in range(1, self.tiers):
             h -= (a // self._span[s]) == (b // self._span[s])
         return h
+
+    def rerouted(
+        self,
+        src: IntArray,
+        dst: IntArray,
+        flow_key: IntArray,
+        indptr: IntArray,
+        indices: IntArray,
+        *,
+        job_id: int,
+        link_load: NDArray[np.float64],
+        flow_weight: NDArray[np.float64],
+    ) -> Routes | None:
+        """:meth:`Fabric.rerouted`; with ``probing`` and no failed link, one compiled call
+        on the plan's arrays as they are (the simulator's per-round path)."""
+        dead = self.dead_links
+        if self.routing != "probing" or (dead is not None and dead.any()):
+            return super().rerouted(
+                src, dst, flow_key, indptr, indices,
+                job_id=job_id, link_load=link_load, flow_weight=flow_weight,
+            )  # fmt: skip
+        status, new_ptr, new_idx = _route_flows(
+            src,
+            dst,
+            flow_key,
+            self._params,
+            self._geometry,
+            self._seed_array,
+            link_load,
+            self.capacity_bps,
+            flow_weight,
+            self.probe_candidates,
+            self.probe_hash == "sum",
+        )
+        if status:
+            self._check_endpoints(src, dst)  # raises, naming the bad ids
+        if _same_routes(new_ptr, new_idx, indptr, indices):
+            return None
+        return Routes(new_ptr, new_idx)
 
     def routes(
         self,

@@ -49,16 +49,6 @@ def _count_rows(
             count[indices[q]] += w
 
 
-@cached_jit
-def _same(a: IntArray, b: IntArray) -> bool:  # pragma: no cover - compiled
-    if a.size != b.size:
-        return False
-    for i in range(a.size):  # noqa: SIM110 (compiled: an early exit, no generator)
-        if a[i] != b[i]:
-            return False
-    return True
-
-
 class InFlight:
     """Flows of the rounds in flight on each of ``n_links`` links (:attr:`count`)."""
 
@@ -101,10 +91,11 @@ def reroute(
     if rp.endpoints is None:
         raise ValueError("the round keeps no endpoints: its fabric's routing is not load-aware")
     src, dst, keys = rp.endpoints
-    routes = fabric.live_routes(
-        src, dst, keys, job_id=job_id, link_load=in_flight, flow_weight=rp.weight
-    )
-    if _same(routes.indices, rp.indices) and _same(routes.indptr, rp.indptr):
+    routes = fabric.rerouted(
+        src, dst, keys, rp.indptr, rp.indices,
+        job_id=job_id, link_load=in_flight, flow_weight=rp.weight,
+    )  # fmt: skip
+    if routes is None:
         return rp
     solo_s, links, peak, idle, start = _solo_run(
         routes.indptr, routes.indices, rp.weight, rp.bits, fabric.capacity_bps, eps
