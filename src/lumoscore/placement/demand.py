@@ -236,7 +236,8 @@ def share_paths(
 
     Returns the reduced part (``shared`` = links given up), the part itself when nothing
     exceeds the limit, or ``None`` when even sharing cannot fit (a leaf joins more distinct
-    partners than it has ports). ``state.L`` must not contain ``part`` yet.
+    partners than it has ports). ``state.L`` must not contain ``part`` yet, and its rows must
+    fit ``limit`` on the leaves the part does not touch (as admissions keep them).
 
     Examples
     --------
@@ -254,7 +255,10 @@ def share_paths(
     """
     k = state.spec.k_leaf if limit is None else limit
     n = state.spec.leaves
-    rows_now = state.L.sum(axis=1)
+    # the part's leaves only: elsewhere L's rows fit (every admission keeps them within)
+    mine = np.unique(np.concatenate([part.rows, part.cols]))
+    rows_now = np.zeros(n, np.int64)
+    rows_now[mine] = state.L[mine].sum(axis=1)
     new_rows = np.bincount(part.rows, weights=part.values, minlength=n).astype(np.int64)
     excess = np.maximum(rows_now + new_rows - k, 0)
     if not excess.any():

@@ -149,7 +149,7 @@ class LogicalTopology:
     def spine_contention(self) -> IntArray:
         """``(H, P)`` contention level of each spine's OCS-facing links:
         ``ceil(sum_j C_ijh / k_spine)``."""
-        return -(-self.C.sum(axis=2) // self.k_spine)
+        return -(-self.spine_row_sums() // self.k_spine)
 
     @property
     def max_contention(self) -> int:
