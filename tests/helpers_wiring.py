@@ -1,4 +1,5 @@
-"""Hypothesis strategy shared by the wiring tests: random symmetric logical topologies.
+"""Shared by the wiring and ToE tests: random symmetric logical topologies (a hypothesis
+strategy) and the small one-GPU-a-leaf cluster specs the ToE tests configure.
 
 A plain module imported as ``from helpers_wiring import symmetric_topologies`` (``tests/``
 has no ``__init__.py``, so pytest's default ``prepend`` import mode puts it on ``sys.path``).
@@ -8,6 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import strategies as st
+
+from lumoscore.topology import ClusterSpec
+
+
+def toe_spec(pods: int, k_spine: int, groups: int = 1) -> ClusterSpec:
+    """``pods`` pods of one leaf each, ``groups`` OCS groups, ``k_spine`` OCS ports a spine,
+    OCSes of ``2 * pods`` ports."""
+    return ClusterSpec(
+        pods=pods, k_leaf=groups, k_spine=k_spine, tau=1, gpus_per_server=1, ocs_ports=2 * pods
+    )
 
 
 @st.composite

@@ -489,32 +489,10 @@ def test_static_mesh_configures_every_port_once() -> None:
     assert np.array_equal(got, mesh)  # Cross Wiring realizes all of it
 
 
-def test_ocs_capacity_diff_reuses_its_scratch() -> None:
-    """The diff with a kept scratch equals a NumPy reference call after call, and leaves
-    the scratch's counts at zero."""
-    from lumoscore.fabric.lumos_kernels import diff_scratch, ocs_capacity_diff
-
-    rng = np.random.default_rng(3)
-    H, P, port = 3, 5, 10.0
-    scratch = diff_scratch(H * P * P)
-    for _ in range(5):
-        n = int(rng.integers(0, 30))
-        c = np.zeros((n, 6), np.int64)
-        c[:, 0] = rng.integers(0, H, n)
-        c[:, 2] = rng.integers(0, P, n)
-        c[:, 4] = rng.integers(0, P, n)
-        cap = rng.integers(0, 3, H * P * P) * port
-        count = np.bincount((c[:, 0] * P + c[:, 2]) * P + c[:, 4], minlength=H * P * P)
-        want = np.flatnonzero(count * port != cap)
-        idx, new = ocs_capacity_diff(c, cap, H, P, port, scratch)
-        assert idx.tolist() == want.tolist() and new.tolist() == (count[want] * port).tolist()
-        assert not scratch[0].any()
-
-
 def test_ocs_capacity_diff_on_its_support_equals_the_whole_diff() -> None:
     """Looking only at the circuits' links and a superset of the non-zero capacities (in any
     order, with repeats) gives the whole-block diff, and clears its scratch."""
-    from lumoscore.fabric.lumos_kernels import ocs_capacity_diff_on
+    from lumoscore.fabric.lumos_kernels import ocs_capacity_diff
 
     rng = np.random.default_rng(4)
     H, P, port = 3, 5, 10.0
@@ -529,7 +507,7 @@ def test_ocs_capacity_diff_on_its_support_equals_the_whole_diff() -> None:
         )
         rng.shuffle(support)
         want = np.bincount((c[:, 0] * P + c[:, 2]) * P + c[:, 4], minlength=H * P * P) * port
-        idx, new = ocs_capacity_diff_on(c, cap, P, port, support, count, seen)
+        idx, new = ocs_capacity_diff(c, cap, P, port, support, count, seen)
         assert idx.tolist() == np.flatnonzero(want != cap).tolist()
         assert new.tolist() == want[idx].tolist()
         assert not count.any() and not seen.any()

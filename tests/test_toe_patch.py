@@ -6,15 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers_wiring import toe_spec
 from lumoscore.toe import PortModel, configure, random_demand, rewired_circuits
 from lumoscore.toe.patch import changed_pairs, patch_circuits
-from lumoscore.topology import ClusterSpec, build_wiring, verify_circuits
-
-
-def _spec(pods: int, k_spine: int, groups: int) -> ClusterSpec:
-    return ClusterSpec(
-        pods=pods, k_leaf=groups, k_spine=k_spine, tau=1, gpus_per_server=1, ocs_ports=2 * pods
-    )
+from lumoscore.topology import build_wiring, verify_circuits
 
 
 def _counts(circuits: np.ndarray, H: int, P: int) -> np.ndarray:
@@ -59,7 +54,7 @@ def test_patch_realizes_the_new_counts_with_the_least_rewiring(seed, P, half_k, 
     kind, circulators, solver = wiring
     rng = np.random.default_rng(seed)
     K = 2 * half_k
-    w = build_wiring(_spec(P, K, H), kind, circulators=circulators)
+    w = build_wiring(toe_spec(P, K, H), kind, circulators=circulators)
     C0 = np.stack([random_demand(P, K, rng, fill=rng.uniform(0.2, 0.9)) for _ in range(H)])
     now = configure(C0, w, solver=solver).circuits
     C1 = _successor(rng, _counts(now, H, P), K)
@@ -84,7 +79,7 @@ def test_patch_succeeds_on_most_job_sized_changes() -> None:
     and a few pod pairs changing at a time, measured over 300 changes."""
     rng = np.random.default_rng(7)
     P, K, H = 8, 8, 2
-    w = build_wiring(_spec(P, K, H), "cross")
+    w = build_wiring(toe_spec(P, K, H), "cross")
     model = PortModel.from_wiring(w)
     ok = 0
     for _ in range(300):
@@ -98,7 +93,7 @@ def test_patch_succeeds_on_most_job_sized_changes() -> None:
 
 def test_patch_never_uses_dead_ports() -> None:
     P, K, H = 4, 4, 1
-    w = build_wiring(_spec(P, K, H), "cross")
+    w = build_wiring(toe_spec(P, K, H), "cross")
     dead = np.zeros((H, P, K), bool)
     dead[0, 1, :2] = True  # pod 1 keeps two working ports
     model = PortModel.from_wiring(w).without_ports(dead)
@@ -112,7 +107,7 @@ def test_patch_never_uses_dead_ports() -> None:
 
 
 def test_patch_refuses_to_remove_links_that_are_not_there() -> None:
-    w = build_wiring(_spec(3, 2, 1), "cross")
+    w = build_wiring(toe_spec(3, 2, 1), "cross")
     g, i, j, d = (np.array([x]) for x in (0, 0, 1, -1))
     assert patch_circuits(PortModel.from_wiring(w), np.zeros((0, 6), np.int64), g, i, j, d) is None
 

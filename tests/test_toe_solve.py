@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers_wiring import toe_spec
 from lumoscore.errors import ConfigError
 from lumoscore.toe import (
     configure,
@@ -22,13 +23,7 @@ from lumoscore.toe.errors import CurrentConfigError, DemandError, WiringMismatch
 from lumoscore.toe.mdmcf import merge_decompose
 from lumoscore.toe.model import PortModel, channel_counts, sort_rows
 from lumoscore.toe.solve import _mdmcf_counts, _other_bipartitions, forward_split
-from lumoscore.topology import ClusterSpec, build_wiring, verify_circuits
-
-
-def _spec(pods: int, k_spine: int, groups: int = 1) -> ClusterSpec:
-    return ClusterSpec(
-        pods=pods, k_leaf=groups, k_spine=k_spine, tau=1, gpus_per_server=1, ocs_ports=2 * pods
-    )
+from lumoscore.topology import build_wiring, verify_circuits
 
 
 def _demands(rng: np.random.Generator, H: int, P: int, K: int, fill: float) -> np.ndarray:
@@ -48,7 +43,7 @@ def test_cross_wiring_realizes_every_topology(seed, P, half_k, H, solver, circul
     """Cross Wiring Thm 4.1: LTCR = 1 and constraints (1)-(4) hold, for every group."""
     rng = np.random.default_rng(seed)
     K = 2 * half_k
-    w = build_wiring(_spec(P, K, H), "cross", circulators=circulators)
+    w = build_wiring(toe_spec(P, K, H), "cross", circulators=circulators)
     C = _demands(rng, H, P, K, rng.uniform(0.3, 1.0))
     res = configure(C, w, solver=solver)
     assert verify_circuits(w, res.circuits, C) == []
@@ -65,7 +60,7 @@ def test_cross_wiring_realizes_every_topology(seed, P, half_k, H, solver, circul
 def test_dual_link_wiring_realizes_every_topology(seed, P, half_k) -> None:
     rng = np.random.default_rng(seed)
     K = 2 * half_k
-    w = build_wiring(_spec(P, K), "dual-link")
+    w = build_wiring(toe_spec(P, K), "dual-link")
     C = _demands(rng, 1, P, K, 1.0)
     res = configure(C, w)
     assert verify_circuits(w, res.circuits, C) == []
@@ -77,7 +72,7 @@ def test_unchanged_demand_keeps_every_circuit(seed, P, half_k) -> None:
     """``prefer`` = the current forward sub-topology: the same C rewires nothing."""
     rng = np.random.default_rng(seed)
     K = 2 * half_k
-    w = build_wiring(_spec(P, K, 2), "cross")
+    w = build_wiring(toe_spec(P, K, 2), "cross")
     C = _demands(rng, 2, P, K, 1.0)
     first = configure(C, w, solver="mcf")  # any valid configuration
     again = configure(C, w, current=first.circuits)
@@ -88,7 +83,7 @@ def test_unchanged_demand_keeps_every_circuit(seed, P, half_k) -> None:
 def test_mdmcf_rewires_less_than_mcf_on_successive_topologies() -> None:
     rng = np.random.default_rng(3)
     P, K = 8, 16
-    w = build_wiring(_spec(P, K), "cross")
+    w = build_wiring(toe_spec(P, K), "cross")
     C = random_demand(P, K, rng)
     cur = configure(C, w).circuits
     mr = {"mdmcf": [], "mcf": []}
@@ -102,7 +97,7 @@ def test_mdmcf_rewires_less_than_mcf_on_successive_topologies() -> None:
 
 
 def test_single_group_demand_configures_that_group_only() -> None:
-    w = build_wiring(_spec(3, 2, 4), "cross")
+    w = build_wiring(toe_spec(3, 2, 4), "cross")
     C = np.ones((3, 3), dtype=int) - np.eye(3, dtype=int)
     res = configure(C, w, groups=[2])
     assert set(res.circuits[:, 0].tolist()) == {2}
@@ -112,7 +107,7 @@ def test_single_group_demand_configures_that_group_only() -> None:
 # ---- malformed inputs ------------------------------------------------------------------------
 @pytest.fixture
 def cross3() -> object:
-    return build_wiring(_spec(3, 2), "cross")
+    return build_wiring(toe_spec(3, 2), "cross")
 
 
 def test_asymmetric_demand_names_the_pods(cross3) -> None:
@@ -146,10 +141,10 @@ def test_current_config_off_the_wiring_names_pod_port_and_ocs(cross3) -> None:
 
 
 def test_solver_and_wiring_mismatch() -> None:
-    w = build_wiring(_spec(3, 2), "uniform")
+    w = build_wiring(toe_spec(3, 2), "uniform")
     with pytest.raises(WiringMismatchError, match="allowed solvers for this wiring: ilp, bvn"):
         configure(np.zeros((3, 3), dtype=int), w, solver="mdmcf")
-    circ = build_wiring(_spec(3, 2), "uniform", circulators=True)
+    circ = build_wiring(toe_spec(3, 2), "uniform", circulators=True)
     with pytest.raises(WiringMismatchError, match="pod 0 has 1 forward and 0 backward ports"):
         configure(np.zeros((3, 3), dtype=int), circ, solver="mcf")
     with pytest.raises(ConfigError, match="allowed: mdmcf, mcf, ilp, bvn, helios"):
@@ -161,7 +156,7 @@ def test_solver_and_wiring_mismatch() -> None:
 def test_verifier_agrees_with_topology_verifier_on_corruptions(seed: int, how: str) -> None:
     rng = np.random.default_rng(seed)
     P, K = 5, 4
-    w = build_wiring(_spec(P, K, 2), "cross")
+    w = build_wiring(toe_spec(P, K, 2), "cross")
     C = _demands(rng, 2, P, K, 1.0)
     x = configure(C, w).circuits.copy()
     r = int(rng.integers(len(x)))
@@ -203,7 +198,7 @@ def test_mdmcf_counts_equal_the_full_bipartition_search(seed, P, half_k, H, chan
     those of running every bipartition, and never beat that lower bound."""
     rng = np.random.default_rng(seed)
     K = 2 * half_k
-    w = build_wiring(_spec(P, K, H), "cross")
+    w = build_wiring(toe_spec(P, K, H), "cross")
     C = _demands(rng, H, P, K, 0.9)
     cur = configure(C, w).circuits
     C2 = np.stack([random_demand(P, K, rng, previous=c, change=change) for c in C])

@@ -91,7 +91,7 @@ from lumoscore.fabric.hashing import flow_hash
 from lumoscore.fabric.lumos_kernels import (
     classify_flows,
     intra_spines,
-    ocs_capacity_diff_on,
+    ocs_capacity_diff,
     planned_cross_spines,
     route_links,
 )
@@ -339,7 +339,7 @@ class LumosCoreFabric(Fabric):
         self.switch_share = float(switch_share)
         self.switch_s = float(switch_s)
         self._switching = False  # a periodic switch is under way
-        #: scratch of ocs_capacity_diff_on, made at the first use (counts and marks, H P^2)
+        #: scratch of ocs_capacity_diff, made at the first use (counts and marks, H P^2)
         self._diff_scratch: tuple[IntArray, NDArray[np.bool_]] | None = None
         self.policy = policy
         self.seed = int(seed)
@@ -505,7 +505,7 @@ class LumosCoreFabric(Fabric):
             self._ocs_support = sup = sup[~gone]
         if self._diff_scratch is None:
             self._diff_scratch = (np.zeros(old.size, np.int64), np.zeros(old.size, np.bool_))
-        return ocs_capacity_diff_on(circuits, old, self._P, port, sup, *self._diff_scratch)
+        return ocs_capacity_diff(circuits, old, self._P, port, sup, *self._diff_scratch)
 
     def _ocs_change(self, delay_s: float, note: str) -> FabricChange:
         diff, new_bps = self._ocs_diff()

@@ -29,10 +29,8 @@ from lumoscore.jit import cached_jit
 
 __all__ = [
     "classify_flows",
-    "diff_scratch",
     "intra_spines",
     "ocs_capacity_diff",
-    "ocs_capacity_diff_on",
     "planned_cross_spines",
     "rank_and_count",
     "route_links",
@@ -406,68 +404,8 @@ def route_links(
     return indptr, indices
 
 
+@cached_jit
 def ocs_capacity_diff(
-    circuits: IntArray,
-    capacity_bps: NDArray[np.float64],
-    H: int,
-    P: int,
-    port_bps: float,
-    scratch: tuple[IntArray, IntArray, NDArray[np.float64]] | None = None,
-) -> tuple[IntArray, NDArray[np.float64]]:
-    """OCS links (offsets into the ``(H, P, P)`` block) whose capacity differs from the
-    circuits ``(n, 6)`` times ``port_bps``, and their new capacities.
-
-    ``scratch`` (:func:`diff_scratch`), kept by the caller between calls, saves allocating
-    and clearing three arrays of ``H P^2`` entries per call (its counts are zero again on
-    return).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> c = np.array([[0, 0, 0, 0, 1, 0], [0, 1, 1, 0, 0, 0]])
-    >>> idx, cap = ocs_capacity_diff(c, np.zeros(4), 1, 2, 10.0)
-    >>> idx.tolist(), cap.tolist()
-    ([1, 2], [10.0, 10.0])
-    """
-    if scratch is None:
-        scratch = diff_scratch(H * P * P)
-    return _capacity_diff(circuits, capacity_bps, P, port_bps, *scratch)
-
-
-def diff_scratch(size: int) -> tuple[IntArray, IntArray, NDArray[np.float64]]:
-    """Scratch of :func:`ocs_capacity_diff` for ``size`` OCS links: circuit counts (all
-    zero), link numbers, capacities."""
-    return np.zeros(size, np.int64), np.empty(size, np.int64), np.empty(size, np.float64)
-
-
-@cached_jit
-def _capacity_diff(
-    circuits: IntArray,
-    capacity_bps: NDArray[np.float64],
-    P: int,
-    port_bps: float,
-    count: IntArray,
-    idx: IntArray,
-    cap: NDArray[np.float64],
-) -> tuple[IntArray, NDArray[np.float64]]:  # pragma: no cover - jit
-    """:func:`ocs_capacity_diff` into the scratch ``count`` (zero on entry and on exit),
-    ``idx`` and ``cap``."""
-    for r in range(circuits.shape[0]):
-        count[(circuits[r, 0] * P + circuits[r, 2]) * P + circuits[r, 4]] += 1
-    o = 0
-    for k in range(count.size):
-        new = count[k] * port_bps
-        if new != capacity_bps[k]:
-            idx[o] = k
-            cap[o] = new
-            o += 1
-    for r in range(circuits.shape[0]):
-        count[(circuits[r, 0] * P + circuits[r, 2]) * P + circuits[r, 4]] = 0
-    return idx[:o].copy(), cap[:o].copy()
-
-
-@cached_jit
-def ocs_capacity_diff_on(
     circuits: IntArray,
     capacity_bps: NDArray[np.float64],
     P: int,
@@ -476,18 +414,20 @@ def ocs_capacity_diff_on(
     count: IntArray,
     seen: NDArray[np.bool_],
 ) -> tuple[IntArray, NDArray[np.float64]]:  # pragma: no cover - jit
-    """:func:`ocs_capacity_diff` where only the circuits' links and ``support`` (a superset
-    of the links of non-zero capacity) can differ: work in their number, not in ``H P^2``.
-    ``count`` and ``seen`` (``H P^2`` entries, zero / False) are scratch, cleared again on
-    return; the links come back in ascending order, as from :func:`ocs_capacity_diff`.
+    """OCS links (offsets into the ``(H, P, P)`` block) whose capacity ``capacity_bps``
+    differs from the circuits ``(n, 6)`` times ``port_bps``, in ascending order, and their new
+    capacities. Only the circuits' links and ``support`` (a superset of the links of non-zero
+    capacity, in any order) can differ, so the work is in their number, not in ``H P^2``.
+    ``count`` and ``seen`` (``H P^2`` entries, zero / False) are scratch, kept by the caller
+    between calls and cleared again on return.
 
     Examples
     --------
     >>> import numpy as np
     >>> c = np.array([[0, 0, 0, 0, 1, 0], [0, 1, 1, 0, 0, 0]])
     >>> cap = np.zeros(4); cap[3] = 5.0
-    >>> idx, new = ocs_capacity_diff_on(c, cap, 2, 10.0, np.array([3]), np.zeros(4, np.int64),
-    ...                                 np.zeros(4, np.bool_))
+    >>> idx, new = ocs_capacity_diff(c, cap, 2, 10.0, np.array([3]), np.zeros(4, np.int64),
+    ...                              np.zeros(4, np.bool_))
     >>> idx.tolist(), new.tolist()
     ([1, 2, 3], [10.0, 10.0, 0.0])
     """
