@@ -603,24 +603,36 @@ class ClosFabric(Fabric):
                 src, dst, flow_key, indptr, indices,
                 job_id=job_id, link_load=link_load, flow_weight=flow_weight,
             )  # fmt: skip
-        status, new_ptr, new_idx = _route_flows(
+        new_ptr, new_idx = self._compiled_routes(src, dst, flow_key, link_load, flow_weight)
+        if _same_routes(new_ptr, new_idx, indptr, indices):
+            return None
+        return Routes(new_ptr, new_idx)
+
+    def _compiled_routes(
+        self,
+        src: IntArray,
+        dst: IntArray,
+        flow_key: IntArray,
+        load: NDArray[np.float64],
+        weight: NDArray[np.float64],
+    ) -> tuple[IntArray, IntArray]:
+        """CSR routes from the compiled router (contiguous int64 endpoints and keys)."""
+        status, indptr, indices = _route_flows(
             src,
             dst,
             flow_key,
             self._params,
             self._geometry,
             self._seed_array,
-            link_load,
+            load,
             self.capacity_bps,
-            flow_weight,
+            weight,
             self.probe_candidates,
             self.probe_hash == "sum",
         )
         if status:
             self._check_endpoints(src, dst)  # raises, naming the bad ids
-        if _same_routes(new_ptr, new_idx, indptr, indices):
-            return None
-        return Routes(new_ptr, new_idx)
+        return indptr, indices
 
     def routes(
         self,
@@ -665,19 +677,11 @@ class ClosFabric(Fabric):
         load = weight = self._no_load
         if self.routing == "probing":
             load, weight = probe_inputs(link_load, flow_weight, self.n_links, src.size)
-        status, indptr, indices = _route_flows(
+        indptr, indices = self._compiled_routes(
             np.ascontiguousarray(src),
             np.ascontiguousarray(dst),
             np.ascontiguousarray(flow_key),
-            self._params,
-            self._geometry,
-            self._seed_array,
             load,
-            self.capacity_bps,
             weight,
-            self.probe_candidates,
-            self.probe_hash == "sum",
         )
-        if status:
-            self._check_endpoints(src, dst)  # raises, naming the bad ids
         return Routes(indptr, indices)
