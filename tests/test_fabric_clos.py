@@ -152,6 +152,36 @@ def test_probing_routes_valid_with_load() -> None:
     check_routes(fab, src, dst, link_load=load)
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), tiers=st.sampled_from([2, 3, 4]))
+def test_rerouted_matches_routes_against_the_same_load(seed: int, tiers: int) -> None:
+    """The simulator's per-round call (one compiled router call on the plan's arrays) gives
+    exactly the routes of ``routes`` against the same load, and None when they are the
+    current ones; the load comes back unchanged."""
+    from lumoscore.fabric.base import Fabric
+
+    rng = np.random.default_rng(seed)
+    fab = full(8, tiers, 2, routing="probing")
+    src, dst = random_inter_server(fab, int(rng.integers(1, 40)), seed=seed % 1000)
+    keys = rng.integers(0, 1000, src.size).astype(np.int64)
+    weight = rng.integers(1, 4, src.size).astype(float)
+    load = rng.integers(0, 5, fab.n_links).astype(float)
+    before = load.copy()
+    cur = fab.routes(src, dst, keys, link_load=np.zeros(fab.n_links), flow_weight=weight)
+    want = fab.routes(src, dst, keys, link_load=load.copy(), flow_weight=weight)
+    kw = {"job_id": 0, "link_load": load, "flow_weight": weight}
+    got = fab.rerouted(src, dst, keys, cur.indptr, cur.indices, **kw)
+    base = Fabric.rerouted(fab, src, dst, keys, cur.indptr, cur.indices, **kw)
+    same = np.array_equal(want.indptr, cur.indptr) and np.array_equal(want.indices, cur.indices)
+    for r in (got, base):
+        assert (r is None) == same
+        if r is not None:
+            assert r.indptr.tolist() == want.indptr.tolist()
+            assert r.indices.tolist() == want.indices.tolist()
+    assert np.array_equal(load, before)
+    assert fab.rerouted(src, dst, keys, want.indptr, want.indices, **kw) is None
+
+
 @pytest.mark.parametrize("tiers", [2, 3])
 @pytest.mark.parametrize("routing", ["ecmp", "source"])
 def test_rail_optimized(tiers: int, routing: str) -> None:
