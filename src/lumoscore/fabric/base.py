@@ -424,7 +424,7 @@ class Fabric(ABC):
         at a round's start, against ``link_load``), or None when every flow keeps its route
         in the current CSR routes ``(indptr, indices)``. The simulator's call at every round:
         ``src``, ``dst``, ``flow_key`` as a round plan keeps them (int64, checked when the
-        plan was built); subclasses may answer it faster.
+        plan was built).
 
         Examples
         --------
@@ -438,12 +438,28 @@ class Fabric(ABC):
         ...              flow_weight=np.ones(1)) is None
         True
         """
+        new_ptr, new_idx = self._load_aware_routes(
+            src, dst, flow_key, job_id, link_load, flow_weight
+        )
+        if _same_routes(new_ptr, new_idx, indptr, indices):
+            return None
+        return Routes(new_ptr, new_idx)
+
+    def _load_aware_routes(
+        self,
+        src: IntArray,
+        dst: IntArray,
+        flow_key: IntArray,
+        job_id: int,
+        link_load: NDArray[np.float64],
+        flow_weight: NDArray[np.float64],
+    ) -> tuple[IntArray, IntArray]:
+        """The CSR routes :meth:`rerouted` compares: :meth:`live_routes`'s (a subclass may
+        compute them faster)."""
         routes = self.live_routes(
             src, dst, flow_key, job_id=job_id, link_load=link_load, flow_weight=flow_weight
         )
-        if _same_routes(routes.indptr, routes.indices, indptr, indices):
-            return None
-        return routes
+        return routes.indptr, routes.indices
 
     def live_routes(self, src: ArrayLike, dst: ArrayLike, flow_key: ArrayLike, **kw: Any) -> Routes:
         """:meth:`routes`, with every flow that would cross a link of :attr:`dead_links`

@@ -62,14 +62,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError
-from lumoscore.fabric.base import (
-    Fabric,
-    IntArray,
-    Routes,
-    _same_routes,
-    check_positive,
-    geometry_spec,
-)
+from lumoscore.fabric.base import Fabric, IntArray, Routes, check_positive, geometry_spec
 from lumoscore.fabric.hashing import flow_hash_jit
 from lumoscore.fabric.routing import (
     CANDIDATE_STEP,
@@ -583,30 +576,21 @@ class ClosFabric(Fabric):
             h -= (a // self._span[s]) == (b // self._span[s])
         return h
 
-    def rerouted(
+    def _load_aware_routes(
         self,
         src: IntArray,
         dst: IntArray,
         flow_key: IntArray,
-        indptr: IntArray,
-        indices: IntArray,
-        *,
         job_id: int,
         link_load: NDArray[np.float64],
         flow_weight: NDArray[np.float64],
-    ) -> Routes | None:
-        """:meth:`Fabric.rerouted`; with ``probing`` and no failed link, one compiled call
-        on the plan's arrays as they are (the simulator's per-round path)."""
+    ) -> tuple[IntArray, IntArray]:
+        """With ``probing`` and no failed link, one compiled call on the plan's arrays as
+        they are (the simulator's per-round path of :meth:`Fabric.rerouted`)."""
         dead = self.dead_links
         if self.routing != "probing" or (dead is not None and dead.any()):
-            return super().rerouted(
-                src, dst, flow_key, indptr, indices,
-                job_id=job_id, link_load=link_load, flow_weight=flow_weight,
-            )  # fmt: skip
-        new_ptr, new_idx = self._compiled_routes(src, dst, flow_key, link_load, flow_weight)
-        if _same_routes(new_ptr, new_idx, indptr, indices):
-            return None
-        return Routes(new_ptr, new_idx)
+            return super()._load_aware_routes(src, dst, flow_key, job_id, link_load, flow_weight)
+        return self._compiled_routes(src, dst, flow_key, link_load, flow_weight)
 
     def _compiled_routes(
         self,

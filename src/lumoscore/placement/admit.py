@@ -387,7 +387,6 @@ def reconfigure(
         member = np.zeros(H, bool)
         member[changed] = True
         hit = member[old[:, 0]]
-        res = None
         if patch and trusted and isinstance(wiring, PortModel) and not backup and not static:
             t_patch = time.perf_counter()
             patched = patch_circuits(wiring, old, *pairs)
