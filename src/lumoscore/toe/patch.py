@@ -54,8 +54,8 @@ def changed_pairs(
     """The pod pairs ``i < j`` whose link count differs between the symmetric ``(H, P, P)``
     counts ``before`` and ``after``: ``(group, i, j, after - before)`` (``groups``: the group
     of each of the ``H`` matrices, default ``0..H-1``), in ``(group, i, j)`` order. ``keys``
-    (flat indices into ``(H, P, P)``, sorted): the only entries that can differ, when the
-    caller knows them (then the work is in their number).
+    (flat indices into ``(H, P, P)``, in any order, either direction of a pair): the only
+    entries that can differ, when the caller knows them (then the work is in their number).
 
     Examples
     --------
