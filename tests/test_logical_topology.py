@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.topology import ClusterSpec
-from lumoscore.topology.logical import (
+from lumoscore.topology.logical import (  # _build: the from-scratch reference
+    _build,
     apply_split,
     backup_mesh,
     check_logical_topology,
@@ -187,14 +188,23 @@ def test_extend_and_shrink_keep_constraints(spec: ClusterSpec, seed: int, fill: 
     assert np.array_equal(apply_split(topo, split, spec).dense(), ext.dense())
     assert np.array_equal(apply_split(ext, split, spec, sign=-1).dense(), kept)
     # what apply_split says changed: its row sums are C's, C differs from its origin only at
-    # the keys it lists, both ways
+    # the keys it lists, by the differences it lists, both ways; its entries are those of a
+    # topology built afresh from both (entries merged, not re-sorted)
     for t0, sign in ((topo, 1), (ext, -1)):
         t1 = apply_split(t0, split, spec, sign=sign)
-        assert t1.derived_from is t0.C
+        assert t1.derived_from is t0.token and t1.token is not t0.token
         assert np.array_equal(t1.spine_row_sums(), t1.C.sum(axis=2))
         outside = np.ones(t1.C.size, bool)
         outside[t1.changed_keys] = False
         assert np.array_equal(t1.C.reshape(-1)[outside], t0.C.reshape(-1)[outside])
+        at = t1.changed_keys
+        assert np.array_equal(t1.C.reshape(-1)[at], t0.C.reshape(-1)[at] + t1.changed_delta)
+        ours = (t0.a, t0.b, t0.h, t0.value)
+        theirs = (*split[:3], sign * np.asarray(split[3]))
+        both = [np.concatenate([x, y]) for x, y in zip(ours, theirs, strict=True)]
+        fresh = _build(*both, spec, t0.capacity, "fresh")
+        for name in ("a", "b", "h", "value", "leaf_up", "leaf_down", "C"):
+            assert np.array_equal(getattr(t1, name), getattr(fresh, name)), name
     if split[3].size:  # nothing to remove from an empty split
         with pytest.raises(PreconditionError):
             apply_split(heuristic_decomposition(0 * base, spec), split, spec, sign=-1)

@@ -341,6 +341,9 @@ class LumosCoreFabric(Fabric):
         self._switching = False  # a periodic switch is under way
         #: scratch of ocs_capacity_diff, made at the first use (counts and marks, H P^2)
         self._diff_scratch: tuple[IntArray, NDArray[np.bool_]] | None = None
+        #: (circuits, switching) whose capacities the OCS block is known to hold: the last
+        #: diff found none to change and no change to the block was applied since
+        self._ocs_synced: tuple[IntArray, bool] | None = None
         self.policy = policy
         self.seed = int(seed)
         self.chip_tbps = chip_tbps
@@ -484,6 +487,8 @@ class LumosCoreFabric(Fabric):
         if change.empty:
             return
         k = change.links - self.off_ocs
+        if (k >= 0).any():
+            self._ocs_synced = None
         k = k[(k >= 0) & (change.capacity_bps != 0)]
         k = k[~self._ocs_listed[k]]
         if k.size:
@@ -494,8 +499,15 @@ class LumosCoreFabric(Fabric):
     def _ocs_diff(self) -> tuple[IntArray, NDArray[np.float64]]:
         """OCS links (offsets into the OCS block) whose capacity differs from what the
         current circuits give them, and that capacity: the circuits' links and those of
-        non-zero capacity are compared, in their number rather than ``H P^2``."""
-        circuits = np.ascontiguousarray(self.state.circuits, dtype=np.int64)
+        non-zero capacity are compared, in their number rather than ``H P^2``; none when the
+        circuits and the switching state are those of the last diff, which found none, and
+        no capacity of the block changed since (an admission or release that rewires
+        nothing)."""
+        current = self.state.circuits
+        synced = self._ocs_synced
+        if synced is not None and synced[0] is current and synced[1] == self._switching:
+            return np.zeros(0, np.int64), np.zeros(0)
+        circuits = np.ascontiguousarray(current, dtype=np.int64)
         old = np.ascontiguousarray(self.capacity_bps[self.off_ocs :])
         port = self.spec.port_bps * (_BLACKHOLED if self._switching else 1.0)
         sup = self._ocs_support
@@ -505,7 +517,10 @@ class LumosCoreFabric(Fabric):
             self._ocs_support = sup = sup[~gone]
         if self._diff_scratch is None:
             self._diff_scratch = (np.zeros(old.size, np.int64), np.zeros(old.size, np.bool_))
-        return ocs_capacity_diff(circuits, old, self._P, port, sup, *self._diff_scratch)
+        diff, new_bps = ocs_capacity_diff(circuits, old, self._P, port, sup, *self._diff_scratch)
+        if not diff.size:
+            self._ocs_synced = (current, self._switching)
+        return diff, new_bps
 
     def _ocs_change(self, delay_s: float, note: str) -> FabricChange:
         diff, new_bps = self._ocs_diff()

@@ -131,8 +131,9 @@ class Reconfiguration:
     plan : StagedPlan or None
         Staged reconfiguration (with ``iota`` and a previous configuration).
     ocs_links : ndarray or None
-        ``(H, P, P)`` links asked of the ToE for ``C``: ``C`` itself, or ``C`` scaled down to
-        the spines' ports (before any backup links). None without a wiring.
+        ``(H, P, P)`` links asked of the ToE for ``C`` (a property): ``C`` itself, or ``C``
+        scaled down to the spines' ports (before any backup links, ``scaled_links``). None
+        without a wiring (``wired`` False).
     logical_time_s, toe_time_s : float
         Wall-clock time of the two steps.
     notes : tuple of str
@@ -145,10 +146,18 @@ class Reconfiguration:
     changed_groups: tuple[int, ...] = ()
     rewired_circuits: int = 0
     plan: StagedPlan | None = None
-    ocs_links: IntArray | None = None
+    wired: bool = False
+    scaled_links: IntArray | None = None
     logical_time_s: float = 0.0
     toe_time_s: float = 0.0
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ocs_links(self) -> IntArray | None:
+        """See the class (``C`` is built only when asked for)."""
+        if not self.wired:
+            return None
+        return self.logical.C if self.scaled_links is None else self.scaled_links
 
     @property
     def spine_link_contention(self) -> IntArray | None:
@@ -349,29 +358,46 @@ def reconfigure(
         state.logical = topo
         return Reconfiguration(topo, state.circuits, logical_time_s=t1 - t0)
     ports = spec.k_spine if state.spine_ports is None else state.spine_ports
+    rows = topo.spine_row_sums()
+    # demand None: C itself (asked of the ToE unchanged; not built where not needed)
+    demand: IntArray | None = None
     if static:
         demand = port_mesh(spec, ports)
-    else:
-        demand = feasible_demand(topo.C, ports, rows=topo.spine_row_sums())
-    scaled = not static and demand is not topo.C and not np.array_equal(demand, topo.C)
+    elif not _fits(rows, ports):
+        demand = feasible_demand(topo.C, ports, rows=rows)
+        if np.array_equal(demand, topo.C):
+            demand = None
+    scaled = not static and demand is not None
     if scaled:
         notes.append("logical topology scaled down to the spines' OCS ports (contention)")
     # the links asked per pod pair (Reconfiguration.spine_link_contention), before backups
-    links = demand if scaled else topo.C
+    links = demand if scaled else None
     if backup and not static:
-        demand = demand + backup_mesh(demand, spec, ports)
+        base = topo.C if demand is None else demand
+        demand = base + backup_mesh(base, spec, ports)
     old = state.circuits
     H, P = spec.ocs_groups, spec.pods
-    if old is state.toe_circuits and state.toe_counts is not None:
+    known = old is state.toe_circuits and state.toe_counts is not None
+    # the deployed counts are those of the topology topo was derived from: compare where
+    # it says C changed, by its differences (C is not built)
+    derived = (
+        demand is None
+        and known
+        and topo.derived_from is not None
+        and topo.derived_from is state.toe_counts_of
+    )
+    if derived:
         prev = state.toe_counts
+        pairs = _derived_pairs(topo.changed_keys, topo.changed_delta, P)
     else:
-        prev = np.bincount((old[:, 0] * P + old[:, 2]) * P + old[:, 4], minlength=H * P * P)
-        prev = prev.reshape(H, P, P)
+        if known:
+            prev = state.toe_counts
+        else:
+            prev = np.bincount((old[:, 0] * P + old[:, 2]) * P + old[:, 4], minlength=H * P * P)
+            prev = prev.reshape(H, P, P)
+        # (symmetric counts: a pair i < j per change)
+        pairs = changed_pairs(prev, topo.C if demand is None else demand)
     counts: IntArray | None = prev  # links per pod pair of the new circuits, when known
-    # (symmetric counts: a pair i < j per change; where topo says what changed since the
-    # counts deployed, only there)
-    derived = demand is topo.C and prev is topo.derived_from
-    pairs = changed_pairs(prev, demand, keys=topo.changed_keys if derived else None)
     changed = np.zeros(H, bool)
     changed[pairs[0]] = True
     live = getattr(wiring, "live", None)  # a PortModel with dead ports: their circuits go
@@ -384,16 +410,22 @@ def reconfigure(
     if changed.size:
         # circuits this function deployed for the same wiring need no validation
         trusted = old is state.toe_circuits and wiring is state.toe_wiring
-        member = np.zeros(H, bool)
-        member[changed] = True
-        hit = member[old[:, 0]]
         if patch and trusted and isinstance(wiring, PortModel) and not backup and not static:
             t_patch = time.perf_counter()
-            patched = patch_circuits(wiring, old, *pairs)
+            # (merged: sorted by group as deployed; nothing but the new links' two circuits
+            # each is new, so that is the rewiring)
+            patched = patch_circuits(wiring, old, *pairs, merge=True)
             if patched is not None:
-                counts = demand  # the patch realizes every count exactly
+                # the patch realizes every count exactly (the counts are the state's own:
+                # updated in place where topo changed, else a copy)
+                if derived:
+                    prev.reshape(-1)[topo.changed_keys] += topo.changed_delta
+                else:
+                    counts = np.array(topo.C if demand is None else demand, np.int64)
+                new = patched
+                rewired = 2 * int(pairs[3][pairs[3] > 0].sum())
                 res = ToeResult(
-                    circuits=patched[member[patched[:, 0]]],
+                    circuits=_group_rows(new, changed),
                     solver="patch",
                     status="optimal",
                     solve_time_s=time.perf_counter() - t_patch,
@@ -401,24 +433,27 @@ def reconfigure(
                 )
         if res is None:
             counts = None
+            member = np.zeros(H, bool)
+            member[changed] = True
+            hit = member[old[:, 0]]
             res = configure(
-                demand[changed],
+                (topo.C if demand is None else demand)[changed],
                 wiring,
                 current=old,
                 solver=solver,
                 groups=changed,
                 check=not trusted,
             )
-        new = np.concatenate([old[~hit], res.circuits]).astype(np.int64)
-        # trusted: both parts sorted and their groups disjoint, so sorting by group suffices
-        new = new[np.argsort(new[:, 0], kind="stable")] if trusted else sort_rows(new)
-        # unchanged groups keep their circuits: compare the changed groups only
-        if not len(res.circuits):
-            rewired = 0
-        elif trusted:
-            rewired = _new_circuits(res.circuits, old[hit], np.shape(wiring.tx_ocs))
-        else:
-            rewired = rewired_circuits(res.circuits, old[hit])
+            new = np.concatenate([old[~hit], res.circuits]).astype(np.int64)
+            # trusted: both parts sorted and their groups disjoint: sorting by group suffices
+            new = new[np.argsort(new[:, 0], kind="stable")] if trusted else sort_rows(new)
+            # unchanged groups keep their circuits: compare the changed groups only
+            if not len(res.circuits):
+                rewired = 0
+            elif trusted:
+                rewired = _new_circuits(res.circuits, old[hit], np.shape(wiring.tx_ocs))
+            else:
+                rewired = rewired_circuits(res.circuits, old[hit])
     t2 = time.perf_counter()
     plan = None
     if iota is not None and len(old) and changed.size:
@@ -430,6 +465,8 @@ def reconfigure(
     state.logical = topo
     state.circuits = new
     state.toe_circuits, state.toe_wiring, state.toe_counts = new, wiring, counts
+    # (the counts are C's when nothing scaled or added to it)
+    state.toe_counts_of = topo.token if counts is not None and demand is None else None
     return Reconfiguration(
         logical=topo,
         circuits=new,
@@ -437,11 +474,36 @@ def reconfigure(
         changed_groups=tuple(int(h) for h in changed),
         rewired_circuits=rewired,
         plan=plan,
-        ocs_links=links,
+        wired=True,
+        scaled_links=links,
         logical_time_s=t1 - t0,
         toe_time_s=t2 - t1,
         notes=tuple(notes),
     )
+
+
+def _fits(rows: IntArray, ports: Any) -> bool:
+    """No spine needs more OCS ports (row sums ``rows``, ``(H, P)``) than it has
+    (``ports``: one number or ``(H, P)``): :func:`feasible_demand` leaves ``C`` as it is."""
+    return bool((rows <= np.asarray(ports, dtype=np.int64)).all())
+
+
+def _derived_pairs(
+    keys: IntArray, delta: IntArray, P: int
+) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """:func:`~lumoscore.toe.patch.changed_pairs` from the differences ``delta`` of a
+    symmetric ``(H, P, P)`` count array at flat ``keys`` (ascending, both directions of each
+    pair listed): ``(group, i, j, change)`` of the pairs ``i < j`` that change."""
+    h, i, j = keys // (P * P), keys // P % P, keys % P
+    m = (i < j) & (delta != 0)
+    return h[m], i[m], j[m], delta[m]
+
+
+def _group_rows(circuits: IntArray, groups: IntArray) -> IntArray:
+    """The rows of ``circuits`` (sorted by group) in ``groups`` (ascending), in order."""
+    lo = np.searchsorted(circuits[:, 0], groups, side="left")
+    hi = np.searchsorted(circuits[:, 0], groups, side="right")
+    return np.concatenate([circuits[a:b] for a, b in zip(lo, hi, strict=True)])
 
 
 def _new_circuits(new: IntArray, old: IntArray, shape: tuple[int, ...]) -> int:

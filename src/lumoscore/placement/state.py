@@ -208,6 +208,7 @@ class ClusterState:
     toe_circuits: IntArray | None = None
     toe_wiring: Any = None
     toe_counts: IntArray | None = None
+    toe_counts_of: object | None = None
     spine_ports: IntArray | None = None
 
     # ---- construction -----------------------------------------------------------------

@@ -231,6 +231,9 @@ class PortModel:
         chan_self[grp, rank] = chan_ocs[grp, rank, 0] == chan_ocs[grp, rank, 1]
         chan_self &= ~forced
         cap = _pool_sizes(channel, side, chan_self, None)
+        # (C order: the ToE kernels take them flattened, without a copy)
+        arrs = [np.ascontiguousarray(x) for x in arrs]
+        channel, side = np.ascontiguousarray(channel), np.ascontiguousarray(side)
         return cls(*arrs, channel, side, chan_ocs, chan_self, cap, n_ocs)
 
     # ---- sizes -------------------------------------------------------------------------

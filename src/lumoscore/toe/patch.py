@@ -90,13 +90,31 @@ def patch_circuits(
     i: IntArray,
     j: IntArray,
     change: IntArray,
+    *,
+    merge: bool = False,
 ) -> IntArray | None:
     """``current`` circuits ``(n, 6)`` with the links of pod pair ``(group[e], i[e], j[e])``
     changed by ``change[e]`` (see the module), or ``None`` when a new link finds no pair of
     free ports of matching types, or a pair has fewer links than it should give up.
 
-    The kept circuits stay in their order, the new ones follow. ``model`` covers every group
-    (ports it marks dead are never used); ``current`` must be a valid configuration of it.
+    The kept circuits stay in their order, the new ones follow (in group, pod, pod order);
+    with ``merge`` each new circuit follows instead the kept circuits of its group, so
+    circuits sorted by group stay sorted (the order a stable sort by group of the default
+    result gives, without the sort). ``model`` covers every group (ports it marks dead are
+    never used); ``current`` must be a valid configuration of it. A successful patch adds
+    exactly two circuits per new link: ``2 * change[change > 0].sum()``.
+
+    Examples
+    --------
+    >>> from lumoscore.topology import ClusterSpec, build_wiring
+    >>> spec = ClusterSpec(pods=2, k_leaf=2, k_spine=2, tau=1, gpus_per_server=1)  # 2 groups
+    >>> pm = PortModel.from_wiring(build_wiring(spec, "cross"))
+    >>> empty = np.zeros((0, 6), np.int64)
+    >>> one = patch_circuits(pm, empty, np.array([1]), np.array([0]), np.array([1]), np.array([1]))
+    >>> both = patch_circuits(pm, one, np.array([0]), np.array([0]), np.array([1]), np.array([1]),
+    ...                       merge=True)
+    >>> one[:, 0].tolist(), both[:, 0].tolist()    # group 0's new circuits come first
+    ([1, 1], [0, 0, 1, 1])
     """
     cur = np.ascontiguousarray(current, dtype=np.int64).reshape(-1, 6)
     H, P, K = model.tx_ocs.shape
@@ -119,7 +137,37 @@ def patch_circuits(
     )
     if not ok:
         return None
+    if merge:
+        return _merged(cur, keep, added)
     return np.concatenate([cur[keep], added])
+
+
+@cached_jit
+def _merged(cur: IntArray, keep: NDArray[np.bool_], added: IntArray) -> IntArray:
+    """The kept rows of ``cur`` with the rows of ``added`` (sorted by group) each placed
+    after the kept rows of its group and before those of the next (``cur`` sorted by
+    group)."""
+    n_keep = 0
+    for r in range(cur.shape[0]):
+        if keep[r]:
+            n_keep += 1
+    out = np.empty((n_keep + added.shape[0], 6), np.int64)
+    o = 0
+    a = 0
+    for r in range(cur.shape[0]):
+        if not keep[r]:
+            continue
+        while a < added.shape[0] and added[a, 0] < cur[r, 0]:
+            out[o] = added[a]
+            o += 1
+            a += 1
+        out[o] = cur[r]
+        o += 1
+    while a < added.shape[0]:
+        out[o] = added[a]
+        o += 1
+        a += 1
+    return out
 
 
 @cached_jit

@@ -52,7 +52,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -100,6 +100,8 @@ class LogicalTopology:
         entries only, sorted by ``(a, b, h)``.
     C : ndarray of int64
         ``(H, P, P)`` logical topology (Eq. 7), the demand of :func:`lumoscore.toe.configure`.
+        A topology made by :func:`apply_split` computes it from the entries at the first
+        access (an admission that needs only what changed never builds it).
     leaf_up, leaf_down : ndarray of int64
         ``(leaves, H)``: requirements on the links leaf -> spine (``sum_b L_abh``) and
         spine -> leaf (``sum_b L_bah``).
@@ -109,10 +111,15 @@ class LogicalTopology:
         OCS-facing ports of a spine.
     method : str
         Algorithm that produced it.
-    derived_from, changed_keys : ndarray or None
-        Set by :func:`apply_split`: the ``C`` of the topology it started from and the flat
-        keys into ``(H, P, P)`` where this ``C`` can differ from it (what a caller comparing
-        the two needs to look at); None otherwise.
+    token : object
+        This topology's identity (a fresh object each; :func:`dataclasses.replace` keeps
+        it): what :attr:`derived_from` refers to.
+    derived_from : object or None
+        Set by :func:`apply_split`: the :attr:`token` of the topology it started from.
+    changed_keys, changed_delta : ndarray or None
+        Set by :func:`apply_split`: the flat keys into ``(H, P, P)`` (ascending) where this
+        ``C`` can differ from that of the topology it started from, and the difference
+        there (what a caller comparing the two needs; the rest of ``C`` is the same).
     row_sums : ndarray or None
         ``(H, P)`` ``sum_j C_ijh`` when known (kept up to date by :func:`apply_split`);
         :meth:`spine_row_sums` computes it otherwise.
@@ -122,15 +129,29 @@ class LogicalTopology:
     b: IntArray
     h: IntArray
     value: IntArray
-    C: IntArray
     leaf_up: IntArray
     leaf_down: IntArray
     capacity: IntArray
     k_spine: int
     method: str
-    derived_from: IntArray | None = field(default=None, repr=False)
+    token: object = field(default_factory=object, repr=False)
+    derived_from: object | None = field(default=None, repr=False)
     changed_keys: IntArray | None = field(default=None, repr=False)
+    changed_delta: IntArray | None = field(default=None, repr=False)
     row_sums: IntArray | None = field(default=None, repr=False)
+    #: ``C`` once built (given by :func:`_build`, else computed at the first access)
+    pod_counts: IntArray | None = field(default=None, repr=False)
+
+    @property
+    def C(self) -> IntArray:
+        """``(H, P, P)`` logical topology (Eq. 7); see the class."""
+        if self.pod_counts is None:
+            H, P = self.row_sums.shape  # (set whenever C is not: apply_split)
+            per = self.leaf_up.shape[0] // P
+            C = np.zeros(H * P * P, np.int64)
+            np.add.at(C, (self.h * P + self.a // per) * P + self.b // per, self.value)
+            object.__setattr__(self, "pod_counts", C.reshape(H, P, P))
+        return self.pod_counts  # type: ignore[return-value]
 
     def spine_row_sums(self) -> IntArray:
         """``(H, P)``: the OCS ports each spine needs, ``sum_j C_ijh``."""
@@ -293,7 +314,7 @@ def _build(
         b=bb,
         h=hh,
         value=val,
-        C=C.reshape(H, P, P),
+        pod_counts=C.reshape(H, P, P),
         leaf_up=up.reshape(n, H),
         leaf_down=down.reshape(n, H),
         capacity=cap,
@@ -491,21 +512,51 @@ def apply_split(
     if sign not in (1, -1):
         raise ConfigError(f"sign must be 1 or -1, got {sign}")
     cap = topo.capacity if capacity is None else _capacity(spec, capacity)
-    a, b, h, v = (np.asarray(x, dtype=np.int64) for x in split)
-    out = _build(
-        np.concatenate([topo.a, a]), np.concatenate([topo.b, b]),
-        np.concatenate([topo.h, h]), np.concatenate([topo.value, sign * v]),
-        spec, cap, topo.method if method is None else method,
-    )  # fmt: skip
-    if (out.value < 0).any():
+    a, b, h, v = (np.asarray(x, dtype=np.int64).reshape(-1) for x in split)
+    v = sign * v
+    n, H, P, per = spec.leaves, spec.ocs_groups, spec.pods, spec.leaves_per_pod
+    # the split's entries merged into topo's (sorted by key, see _build): the work is a pass
+    # over the entries, no sort of them, and C is not built (the C property builds it)
+    uk, inv = np.unique((a * n + b) * H + h, return_inverse=True)
+    dv = np.bincount(inv.reshape(-1), weights=v, minlength=uk.size).astype(np.int64)
+    key = (topo.a * n + topo.b) * H + topo.h
+    pos = np.searchsorted(key, uk)
+    hit = pos < key.size
+    hit[hit] = key[pos[hit]] == uk[hit]
+    value = topo.value.copy()
+    value[pos[hit]] += dv[hit]
+    key = np.insert(key, pos[~hit], uk[~hit])
+    value = np.insert(value, pos[~hit], dv[~hit])
+    if (value < 0).any():
         raise PreconditionError("apply_split: removing more than the split carries")
+    nz = value != 0
+    if not nz.all():
+        key, value = key[nz], value[nz]
+    up, down = topo.leaf_up.copy(), topo.leaf_down.copy()
+    np.add.at(up, (a, h), v)
+    np.add.at(down, (b, h), v)
     # what changed at pod level, for callers that compare C with topo.C (reconfigure)
-    P, per = spec.pods, spec.leaves_per_pod
     pa, pb = a // per, b // per
-    keys = np.unique((h * P + pa) * P + pb)
+    keys, kinv = np.unique((h * P + pa) * P + pb, return_inverse=True)
+    delta = np.bincount(kinv.reshape(-1), weights=v, minlength=keys.size).astype(np.int64)
     rows = topo.spine_row_sums().copy()
-    np.add.at(rows, (h, pa), sign * v)
-    return replace(out, derived_from=topo.C, changed_keys=keys, row_sums=rows)
+    np.add.at(rows, (h, pa), v)
+    ab = key // H
+    return LogicalTopology(
+        a=ab // n,
+        b=ab % n,
+        h=key % H,
+        value=value,
+        leaf_up=up,
+        leaf_down=down,
+        capacity=cap,
+        k_spine=spec.k_spine,
+        method=topo.method if method is None else method,
+        derived_from=topo.token,
+        changed_keys=keys,
+        changed_delta=delta,
+        row_sums=rows,
+    )
 
 
 def shrink_logical_topology(
