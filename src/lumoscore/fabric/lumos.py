@@ -104,7 +104,7 @@ from lumoscore.fabric.routing import (
     probe_inputs,
 )
 from lumoscore.placement import ClusterState, admit, finish, reconfigure
-from lumoscore.placement.admit import LOGICAL_MODES
+from lumoscore.placement.admit import LOGICAL_MODES, Reconfiguration
 from lumoscore.toe import PortModel
 from lumoscore.toe.solve import check_solver
 from lumoscore.toe.staging import circuit_loss, staged_plan
@@ -341,9 +341,11 @@ class LumosCoreFabric(Fabric):
         self._switching = False  # a periodic switch is under way
         #: scratch of ocs_capacity_diff, made at the first use (counts and marks, H P^2)
         self._diff_scratch: tuple[IntArray, NDArray[np.bool_]] | None = None
-        #: (circuits, switching) whose capacities the OCS block is known to hold: the last
-        #: diff found none to change and no change to the block was applied since
-        self._ocs_synced: tuple[IntArray, bool] | None = None
+        #: the circuits (and switching state) the OCS block's capacities were last compared
+        #: with, None: not known; and the OCS links whose capacity may differ from theirs
+        #: since (those the diff found, those changed since: see _ocs_diff)
+        self._ocs_basis: tuple[IntArray, bool] | None = None
+        self._ocs_dirty: IntArray = np.zeros(0, np.int64)
         self.policy = policy
         self.seed = int(seed)
         self.chip_tbps = chip_tbps
@@ -487,8 +489,8 @@ class LumosCoreFabric(Fabric):
         if change.empty:
             return
         k = change.links - self.off_ocs
-        if (k >= 0).any():
-            self._ocs_synced = None
+        if self._ocs_basis is not None:  # (a capacity set here may differ from the circuits')
+            self._ocs_dirty = np.concatenate([self._ocs_dirty, k[k >= 0]])
         k = k[(k >= 0) & (change.capacity_bps != 0)]
         k = k[~self._ocs_listed[k]]
         if k.size:
@@ -499,17 +501,35 @@ class LumosCoreFabric(Fabric):
     def _ocs_diff(self) -> tuple[IntArray, NDArray[np.float64]]:
         """OCS links (offsets into the OCS block) whose capacity differs from what the
         current circuits give them, and that capacity: the circuits' links and those of
-        non-zero capacity are compared, in their number rather than ``H P^2``; none when the
-        circuits and the switching state are those of the last diff, which found none, and
-        no capacity of the block changed since (an admission or release that rewires
-        nothing)."""
+        non-zero capacity are compared, in their number rather than ``H P^2``. When the
+        circuits changed since the last diff only by reconfigurations that said which pod
+        pairs changed (:meth:`_track`), and the deployed counts are known, only those pairs,
+        the links that differed then and the links whose capacity was set since are
+        compared."""
         current = self.state.circuits
-        synced = self._ocs_synced
-        if synced is not None and synced[0] is current and synced[1] == self._switching:
-            return np.zeros(0, np.int64), np.zeros(0)
+        port = self.spec.port_bps * (_BLACKHOLED if self._switching else 1.0)
+        st = self.state
+        basis = self._ocs_basis
+        if (
+            basis is not None
+            and basis[0] is current
+            and basis[1] == self._switching
+            and current is st.toe_circuits
+            and st.toe_counts is not None
+        ):
+            keys = np.unique(self._ocs_dirty)
+            new_bps = st.toe_counts.reshape(-1)[keys] * port
+            differ = new_bps != self.capacity_bps[self.off_ocs + keys]
+            diff, new_bps = keys[differ], new_bps[differ]
+        else:
+            diff, new_bps = self._ocs_diff_all(current, port)
+        self._ocs_basis, self._ocs_dirty = (current, self._switching), diff
+        return diff, new_bps
+
+    def _ocs_diff_all(self, current: IntArray, port: float) -> tuple[IntArray, NDArray[np.float64]]:
+        """:meth:`_ocs_diff` by counting the circuits (``current``)."""
         circuits = np.ascontiguousarray(current, dtype=np.int64)
         old = np.ascontiguousarray(self.capacity_bps[self.off_ocs :])
-        port = self.spec.port_bps * (_BLACKHOLED if self._switching else 1.0)
         sup = self._ocs_support
         gone = old[sup] == 0
         if gone.any():  # links back to zero leave the list
@@ -517,10 +537,20 @@ class LumosCoreFabric(Fabric):
             self._ocs_support = sup = sup[~gone]
         if self._diff_scratch is None:
             self._diff_scratch = (np.zeros(old.size, np.int64), np.zeros(old.size, np.bool_))
-        diff, new_bps = ocs_capacity_diff(circuits, old, self._P, port, sup, *self._diff_scratch)
-        if not diff.size:
-            self._ocs_synced = (current, self._switching)
-        return diff, new_bps
+        return ocs_capacity_diff(circuits, old, self._P, port, sup, *self._diff_scratch)
+
+    def _track(self, before: IntArray, rec: Reconfiguration | None) -> None:
+        """Note what an admission or release changed in the circuits (``before`` -> now):
+        the pod pairs ``rec`` says changed join the links :meth:`_ocs_diff` compares; an
+        unknown change makes it count the circuits again."""
+        now = self.state.circuits
+        if now is before or self._ocs_basis is None:
+            return
+        if rec is None or rec.changed_links is None or self._ocs_basis[0] is not before:
+            self._ocs_basis = None
+            return
+        self._ocs_basis = (now, self._ocs_basis[1])
+        self._ocs_dirty = np.concatenate([self._ocs_dirty, rec.changed_links])
 
     def _ocs_change(self, delay_s: float, note: str) -> FabricChange:
         diff, new_bps = self._ocs_diff()
@@ -665,6 +695,7 @@ class LumosCoreFabric(Fabric):
             self.stats[f"refusals_{_REASON_CAUSE[adm.refusal.reason]}"] += 1
             return None
         assert adm.placement is not None
+        self._track(before, adm.reconfiguration)
         self.stats["admissions"] += 1
         self.stats["relaxed_admissions"] += int(adm.relaxed)
         self.shared_links[job.job_id] = int(adm.shared_links)
@@ -699,13 +730,15 @@ class LumosCoreFabric(Fabric):
         self._job_split.pop(job_id, None)
         self._forget_ocs(job_id)
         self._free_cache = None
-        finish(
+        before = self.state.circuits
+        done = finish(
             self.state,
             job_id,
             wiring=self._toe_wiring,
             solver=self.solver,
             **{k: v for k, v in self.admit_options.items() if k in _FINISH_OPTIONS},
         )
+        self._track(before, done.reconfiguration)
         change = self._ocs_change(0.0, f"release job {job_id}")
         if not change.empty:
             self.stats["reconfigurations"] += 1

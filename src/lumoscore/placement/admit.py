@@ -134,6 +134,10 @@ class Reconfiguration:
         ``(H, P, P)`` links asked of the ToE for ``C`` (a property): ``C`` itself, or ``C``
         scaled down to the spines' ports (before any backup links, ``scaled_links``). None
         without a wiring (``wired`` False).
+    changed_links : ndarray or None
+        Flat keys into ``(H, P, P)`` (both directions) of the pod pairs whose number of
+        circuits changed, when known (the patch, or no change); None when a solver rebuilt
+        the changed groups (compare the circuits to know).
     logical_time_s, toe_time_s : float
         Wall-clock time of the two steps.
     notes : tuple of str
@@ -148,6 +152,7 @@ class Reconfiguration:
     plan: StagedPlan | None = None
     wired: bool = False
     scaled_links: IntArray | None = None
+    changed_links: IntArray | None = None
     logical_time_s: float = 0.0
     toe_time_s: float = 0.0
     notes: tuple[str, ...] = field(default=())
@@ -467,6 +472,10 @@ def reconfigure(
     state.toe_circuits, state.toe_wiring, state.toe_counts = new, wiring, counts
     # (the counts are C's when nothing scaled or added to it)
     state.toe_counts_of = topo.token if counts is not None and demand is None else None
+    changed_links = None
+    if counts is not None:  # the new circuits realize the counts: only the pairs changed
+        g, i, j = pairs[:3]
+        changed_links = np.concatenate([(g * P + i) * P + j, (g * P + j) * P + i])
     return Reconfiguration(
         logical=topo,
         circuits=new,
@@ -476,6 +485,7 @@ def reconfigure(
         plan=plan,
         wired=True,
         scaled_links=links,
+        changed_links=changed_links,
         logical_time_s=t1 - t0,
         toe_time_s=t2 - t1,
         notes=tuple(notes),
