@@ -278,12 +278,22 @@ def build_plan(
             )
         )
         all_links.append(links)  # (sorted, each once)
-    used = np.zeros(cap.size, dtype=bool)  # (a mask, not a sort of every round's links)
-    for ls in all_links:
-        used[ls] = True
-    links = np.flatnonzero(used)
+    links = _union(all_links, cap.size)
     iteration_s = float(sum(r.compute_s + r.solo_s for r in rounds))
     return JobPlan(int(job.job_id), tuple(rounds), links, iteration_s)
+
+
+def _union(parts: list[IntArray], n: int) -> IntArray:
+    """The distinct entries of ``parts`` (link ids below ``n``, each part sorted), sorted:
+    through a mask of the ``n`` links when the parts cover a good share of them, else by
+    sorting the parts (a cluster's many links, a job's few)."""
+    total = sum(p.size for p in parts)
+    if 16 * total < n:
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+    used = np.zeros(n, dtype=bool)
+    for p in parts:
+        used[p] = True
+    return np.flatnonzero(used)
 
 
 def resolo(

@@ -407,25 +407,33 @@ class RoundModel:
         """Move every solo in-flight round still sending on a link marked in ``scratch``
         into the fluid set, and then every solo round sharing a link in use with one
         moved: in the fluid set a round's loads are no longer bounded by its solo peaks.
-        (A link a solo round has left for good, alone, carries none of its flows.)"""
-        marks = self.scratch.copy()
+        (A link a solo round has left for good, alone, carries none of its flows.)
+        ``scratch`` is marked further while this runs and restored on return (each moved
+        round's links as they were: no copy of the whole mask)."""
+        marks = self.scratch
+        saved: list[tuple[IntArray, NDArray[np.bool_]]] = []
         inflight = self.inflight
         moved = True
-        while moved:
-            moved = False
-            for k in [k for k, v in inflight.items() if v[2] == SOLO]:
-                rp, t0, _ = inflight[k]
-                if t0 > now:  # claimed ahead, not started: start it in due time
-                    if marks[rp.links].any():
-                        self.unreserve(k)
-                    continue
-                idle = self.idle_of(rp)
-                if in_use(rp.links, idle, t0, now, marks):
-                    self.s.queue.cancel(("roundend", k))
-                    self.end_inflight(k)
-                    self.join_fluid(k, rp, t0, now)
-                    mark_in_use(rp.links, idle, t0, now, marks)
-                    moved = True
+        try:
+            while moved:
+                moved = False
+                for k in [k for k, v in inflight.items() if v[2] == SOLO]:
+                    rp, t0, _ = inflight[k]
+                    if t0 > now:  # claimed ahead, not started: start it in due time
+                        if marks[rp.links].any():
+                            self.unreserve(k)
+                        continue
+                    idle = self.idle_of(rp)
+                    if in_use(rp.links, idle, t0, now, marks):
+                        self.s.queue.cancel(("roundend", k))
+                        self.end_inflight(k)
+                        self.join_fluid(k, rp, t0, now)
+                        saved.append((rp.links, marks[rp.links]))
+                        mark_in_use(rp.links, idle, t0, now, marks)
+                        moved = True
+        finally:
+            for links, before in reversed(saved):
+                marks[links] = before
 
     def move_round(self, run: JobRun, now: float) -> None:
         """A rerouted job's round in flight continues on its new plan's routes, in the fluid
