@@ -383,6 +383,9 @@ class ClosFabric(Fabric):
         )
         self._seed_array = np.array(self.tier_seeds, dtype=np.uint64)
         self._no_load = np.zeros(0)
+        #: zeros of every link: the load of a call with nothing in flight (the router gives
+        #: a load back as it was given), made at the first use
+        self._idle_load: NDArray[np.float64] | None = None
         self._params = np.array(
             [
                 _MODE_CODE.get(routing, -1),
@@ -660,7 +663,11 @@ class ClosFabric(Fabric):
             src, dst, flow_key = src.reshape(-1), dst.reshape(-1), flow_key.reshape(-1)
         load = weight = self._no_load
         if self.routing == "probing":
-            load, weight = probe_inputs(link_load, flow_weight, self.n_links, src.size)
+            if self._idle_load is None:
+                self._idle_load = np.zeros(self.n_links)
+            load, weight = probe_inputs(
+                link_load, flow_weight, self.n_links, src.size, idle=self._idle_load
+            )
         indptr, indices = self._compiled_routes(
             np.ascontiguousarray(src),
             np.ascontiguousarray(dst),

@@ -242,11 +242,18 @@ def candidate_counts_jit(
 
 
 def probe_inputs(
-    link_load: ArrayLike | None, flow_weight: ArrayLike | None, n_links: int, n_flows: int
+    link_load: ArrayLike | None,
+    flow_weight: ArrayLike | None,
+    n_links: int,
+    n_flows: int,
+    idle: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The flows in flight per link (used in place when already a writable contiguous
-    float64 array; zeros when ``None``) and the flows each row stands for (ones when
-    ``None``), checked against ``n_links`` and ``n_flows``."""
+    float64 array; zeros when ``None``: ``idle``, a caller's zeros that the router gives
+    back unchanged, when given) and the flows each row stands for (ones when ``None``),
+    checked against ``n_links`` and ``n_flows``."""
+    if link_load is None and idle is not None:
+        link_load = idle
     if link_load is None:
         load = np.zeros(n_links)
     else:
