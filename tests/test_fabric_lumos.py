@@ -604,6 +604,47 @@ def test_intra_spines_is_a_proper_edge_colouring(
     assert up.max(initial=0) <= tau and down.max(initial=0) <= tau
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), H=st.integers(1, 5), tau=st.integers(1, 3))
+def test_intra_spines_free_counts_the_free_links_of_the_flows_leaves(
+    seed: int, H: int, tau: int
+) -> None:
+    """The kernel that counts the free links itself, for the flows' leaves only, colours as
+    the whole-cluster count ``max(tau - failed - max(other jobs' requirements, 0), 0)`` does
+    (the other jobs' requirements: every job's less the job's own split)."""
+    from lumoscore.fabric.lumos_kernels import intra_spines, intra_spines_free, rank_and_count
+
+    rng = np.random.default_rng(seed)
+    L = int(rng.integers(2, 9))
+    F = int(rng.integers(0, 30))
+    a = rng.integers(0, L, F)
+    b = (a + rng.integers(1, L, F)) % L
+    rank, count = rank_and_count(a * L + b)
+    failed = rng.integers(0, tau + 1, (L, H)) * (rng.random((L, H)) < 0.3)
+    m = int(rng.integers(0, 12))
+    own = (
+        rng.integers(0, L, m),
+        rng.integers(0, L, m),
+        rng.integers(0, H, m),
+        rng.integers(1, 3, m),
+    )
+    own_u, own_d = np.zeros((L, H), np.int64), np.zeros((L, H), np.int64)
+    np.add.at(own_u, (own[0], own[2]), own[3])
+    np.add.at(own_d, (own[1], own[2]), own[3])
+    leaf_up = own_u + rng.integers(0, tau + 1, (L, H))  # every job's: the own split and more
+    leaf_down = own_d + rng.integers(0, tau + 1, (L, H))
+    up = np.maximum(tau - failed - np.maximum(leaf_up - own_u, 0), 0)
+    down = np.maximum(tau - failed - np.maximum(leaf_down - own_d, 0), 0)
+    fixed = np.flatnonzero(rng.random(F) < 0.2)
+    fixed_h = rng.integers(0, H, fixed.size)
+    idx = np.setdiff1d(np.arange(F), fixed)
+    want = intra_spines(idx, a, b, rank, count, up, down, fixed, fixed_h, tau, L)
+    got = intra_spines_free(
+        idx, a, b, rank, count, failed, leaf_up, leaf_down, own, fixed, fixed_h, tau, L
+    )
+    assert got.tolist() == want.tolist()
+
+
 def test_intra_spines_spread_a_ring_and_avoid_fixed_flows() -> None:
     """A bidirectional ring of 4 leaves, 4 flows per direction, over 8 spines: one flow per
     link (an offset per leaf pair alone would put both directions on the same 4 spines);

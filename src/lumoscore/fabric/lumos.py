@@ -90,7 +90,7 @@ from lumoscore.fabric.base import (
 from lumoscore.fabric.hashing import flow_hash
 from lumoscore.fabric.lumos_kernels import (
     classify_flows,
-    intra_spines,
+    intra_spines_free,
     ocs_capacity_diff,
     planned_cross_spines,
     route_links,
@@ -393,9 +393,8 @@ class LumosCoreFabric(Fabric):
         self._job_split: dict[int, tuple[IntArray, IntArray, IntArray, IntArray]] = {}
         self._job_ocs_new: dict[int, list[IntArray]] = {}  # OCS links routed, not merged yet
         self._job_ocs_seen: dict[int, IntArray] = {}  # OCS links routed, merged (_job_ocs)
-        #: ``(job_id, logical topology, failed links, (up, down))`` of the last
-        #: :meth:`_free_units` call (the rounds of one job's plan all see the same state)
-        self._free_cache: tuple[int, Any, IntArray, tuple[IntArray, IntArray]] | None = None
+        #: no cross-pod split: zero requirements on every leaf-spine pair
+        self._no_split = np.zeros((n, H), np.int64)
         self._hash_seed = int(np.random.default_rng(seed).integers(0, 2**32, dtype=np.uint64))
         self.stats = {
             "admissions": 0,
@@ -667,7 +666,6 @@ class LumosCoreFabric(Fabric):
         self._job_split[job_id] = split
         self._job_lookup[job_id] = _split_lookup(split, self._n, self._H)
         self._forget_ocs(job_id)
-        self._free_cache = None
 
     def place(self, job: Job) -> IntArray | None:
         """Admit ``job`` (placement, logical topology, OCS configuration); its GPUs in rank
@@ -702,7 +700,6 @@ class LumosCoreFabric(Fabric):
         rewired = int(adm.rewired_circuits)
         self.stats["rewired_circuits"] += rewired
         split = self._own_split(job.job_id)
-        self._free_cache = None
         self._job_split[job.job_id] = split
         self._job_lookup[job.job_id] = _split_lookup(split, self._n, self._H)
         change = self._ocs_change(
@@ -729,7 +726,6 @@ class LumosCoreFabric(Fabric):
         self._job_lookup.pop(job_id, None)
         self._job_split.pop(job_id, None)
         self._forget_ocs(job_id)
-        self._free_cache = None
         before = self.state.circuits
         done = finish(
             self.state,
@@ -797,7 +793,6 @@ class LumosCoreFabric(Fabric):
         self._toe_wiring = self._toe_target(dead)
         working = self.spec.k_spine - dead.sum(axis=2)
         self.state.spine_ports = working if dead.any() else None
-        self._free_cache = None
         verb = "fail" if fail else "repair"
         return self._reconfigure_around(f"{verb} {idx.size} {element} port(s)")
 
@@ -857,7 +852,6 @@ class LumosCoreFabric(Fabric):
         assert self._cable_failed is not None and self.state.failed_links is not None
         n, H = self._n, self._H
         self.state.failed_links[:] = self._cable_failed[element].reshape(n, H, -1).sum(axis=2)
-        self._free_cache = None
         if not fail:
             return leaf
         ocs = self._reconfigure_around(leaf.note)
@@ -1054,36 +1048,6 @@ class LumosCoreFabric(Fabric):
         rows, cols = np.asarray(part.rows, np.int64), np.asarray(part.cols, np.int64)
         return rows[r], cols[r], h.astype(np.int64), w[r, h]
 
-    def _free_units(self, job_id: int) -> tuple[IntArray, IntArray]:
-        """Leaf-spine links left free by the other jobs' cross-pod split, ``(leaves, H)`` up
-        and down (the job's own cross-pod requirements run in other rounds or are counted in
-        its own flows)."""
-        topo = self.state.logical
-        failed = self.state.failed_links
-        hit = self._free_cache
-        if (
-            topo is not None
-            and hit is not None
-            and hit[0] == job_id
-            and hit[1] is topo
-            and np.array_equal(hit[2], failed)
-        ):
-            return hit[3]
-        cap = self.state.link_capacity()
-        if topo is None:
-            return cap, cap
-        n, H = self._n, self._H
-        own_up = np.zeros((n, H), np.int64)
-        own_down = np.zeros((n, H), np.int64)
-        z = np.zeros(0, np.int64)
-        a, b, h, v = self._job_split.get(job_id, (z, z, z, z))
-        np.add.at(own_up, (a, h), v)
-        np.add.at(own_down, (b, h), v)
-        up = np.maximum(cap - np.maximum(topo.leaf_up - own_up, 0), 0)
-        down = np.maximum(cap - np.maximum(topo.leaf_down - own_down, 0), 0)
-        self._free_cache = (job_id, topo, np.array(failed), (up, down))
-        return up, down
-
     def _intra_spines(
         self,
         idx: IntArray,
@@ -1100,10 +1064,23 @@ class LumosCoreFabric(Fabric):
         ``fixed`` (on spines ``fixed_h``), so that no two flows share a link while each leaf
         sends and receives at most its free links (Konig's theorem; alternating-path repair,
         :func:`~lumoscore.fabric.lumos_kernels.intra_spines`). The search starts at an offset
-        ``m_ab * ((b - a) mod leaves)`` (``m_ab`` flows of the pair in this call: ``count``)."""
-        up, down = self._free_units(job_id)
-        tau, lpp = self.spec.tau, self.spec.leaves_per_pod
-        return intra_spines(idx, a, b, rank, count, up, down, fixed, fixed_h, tau, lpp)
+        ``m_ab * ((b - a) mod leaves)`` (``m_ab`` flows of the pair in this call: ``count``).
+        The links left free (the job's own cross-pod requirements run in other rounds or are
+        counted in its own flows) are counted for the flows' leaves only, in the kernel
+        (:func:`~lumoscore.fabric.lumos_kernels.intra_spines_free`)."""
+        st = self.state
+        assert st.failed_links is not None
+        topo = st.logical
+        if topo is None:
+            up = down = self._no_split
+        else:
+            up, down = topo.leaf_up, topo.leaf_down
+        z = np.zeros(0, np.int64)
+        own = self._job_split.get(job_id, (z, z, z, z))
+        return intra_spines_free(
+            idx, a, b, rank, count, st.failed_links, up, down, own, fixed, fixed_h,
+            self.spec.tau, self.spec.leaves_per_pod,
+        )  # fmt: skip
 
     def _cross_spines(
         self,

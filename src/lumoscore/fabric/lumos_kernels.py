@@ -30,6 +30,7 @@ from lumoscore.jit import cached_jit
 __all__ = [
     "classify_flows",
     "intra_spines",
+    "intra_spines_free",
     "ocs_capacity_diff",
     "planned_cross_spines",
     "rank_and_count",
@@ -187,33 +188,123 @@ def intra_spines(
     ...              np.array([2, 2]), up, down, z, z, 2, 2).tolist()   # leaf 0 receives on spine 1
     [1, 1]
     """
-    H = up.shape[1]
+    leaves = _flow_leaves(idx, a, b)
+    free_u = np.empty((leaves.size, up.shape[1]), np.int64)
+    free_d = np.empty((leaves.size, up.shape[1]), np.int64)
+    for x in range(leaves.size):
+        free_u[x] = up[leaves[x]]
+        free_d[x] = down[leaves[x]]
+    return _colour(idx, a, b, rank, count, leaves, free_u, free_d, fixed, fixed_h, tau,
+                   leaves_per_pod)  # fmt: skip
+
+
+@cached_jit
+def intra_spines_free(
+    idx: IntArray,
+    a: IntArray,
+    b: IntArray,
+    rank: IntArray,
+    count: IntArray,
+    failed: IntArray,
+    leaf_up: IntArray,
+    leaf_down: IntArray,
+    own: tuple[IntArray, IntArray, IntArray, IntArray],
+    fixed: IntArray,
+    fixed_h: IntArray,
+    tau: int,
+    leaves_per_pod: int,
+) -> IntArray:  # pragma: no cover - jit
+    """:func:`intra_spines` with the free units of the flows' leaves computed here, for
+    those leaves only: each leaf-spine pair's ``tau - failed`` working links less the
+    requirements of the other jobs' cross-pod split there (``leaf_up``, ``leaf_down``:
+    every job's, ``(leaves, H)``, less the job's own split ``own = (a, b, h, value)``),
+    none below zero.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> z = np.zeros(0, np.int64)
+    >>> used = np.array([[0, 0], [2, 0]])              # another job uses leaf 1's spine 0
+    >>> intra_spines_free(np.arange(2), np.array([1, 1]), np.array([0, 0]), np.array([0, 1]),
+    ...                   np.array([2, 2]), 0 * used, used, 0 * used, (z, z, z, z), z, z, 2,
+    ...                   2).tolist()                  # leaf 1 sends on spine 1
+    [1, 1]
+    """
+    leaves = _flow_leaves(idx, a, b)
+    n, H = leaves.size, leaf_up.shape[1]
+    own_u = np.zeros((n, H), np.int64)
+    own_d = np.zeros((n, H), np.int64)
+    oa, ob, oh, ov = own
+    for e in range(oa.size):
+        x = np.searchsorted(leaves, oa[e])
+        if x < n and leaves[x] == oa[e]:
+            own_u[x, oh[e]] += ov[e]
+        y = np.searchsorted(leaves, ob[e])
+        if y < n and leaves[y] == ob[e]:
+            own_d[y, oh[e]] += ov[e]
+    free_u = np.empty((n, H), np.int64)
+    free_d = np.empty((n, H), np.int64)
+    for x in range(n):
+        lf = leaves[x]
+        for k in range(H):
+            cap = tau - failed[lf, k]
+            free_u[x, k] = max(cap - max(leaf_up[lf, k] - own_u[x, k], 0), 0)
+            free_d[x, k] = max(cap - max(leaf_down[lf, k] - own_d[x, k], 0), 0)
+    return _colour(idx, a, b, rank, count, leaves, free_u, free_d, fixed, fixed_h, tau,
+                   leaves_per_pod)  # fmt: skip
+
+
+@cached_jit
+def _flow_leaves(idx: IntArray, a: IntArray, b: IntArray) -> IntArray:  # pragma: no cover
+    """The leaves the flows ``idx`` (``a[f] -> b[f]``) start or end at, ascending."""
+    F = idx.size
+    ends = np.empty(2 * F, np.int64)
+    for q in range(F):
+        ends[q] = a[idx[q]]
+        ends[F + q] = b[idx[q]]
+    return np.unique(ends)
+
+
+@cached_jit
+def _colour(
+    idx: IntArray,
+    a: IntArray,
+    b: IntArray,
+    rank: IntArray,
+    count: IntArray,
+    leaves: IntArray,
+    free_u: IntArray,
+    free_d: IntArray,
+    fixed: IntArray,
+    fixed_h: IntArray,
+    tau: int,
+    leaves_per_pod: int,
+) -> IntArray:  # pragma: no cover - jit
+    """The colouring of :func:`intra_spines` given the free units ``free_u``, ``free_d``
+    (``(len(leaves), H)``) of the flows' leaves ``leaves`` (ascending)."""
+    H = free_u.shape[1]
     T = max(tau, 1)
     C = H * T
     F = idx.size
     out = np.empty(F, np.int64)
     if F == 0:
         return out
-    ends = np.empty(2 * F, np.int64)
-    for q in range(F):
-        ends[q] = a[idx[q]]
-        ends[F + q] = b[idx[q]]
-    leaves = np.unique(ends)
     n = leaves.size
     u = np.searchsorted(leaves, a[idx])
     v = np.searchsorted(leaves, b[idx])
-    # free units per local leaf and spine, up (sending) and down (receiving)
+    # free units per local leaf and spine, up (sending) and down (receiving); a leaf with
+    # no free link at all counts tau on every spine
     cap_u = np.empty((n, H), np.int64)
     cap_d = np.empty((n, H), np.int64)
     for x in range(n):
         su = 0
         sd = 0
         for k in range(H):
-            su += up[leaves[x], k]
-            sd += down[leaves[x], k]
+            su += free_u[x, k]
+            sd += free_d[x, k]
         for k in range(H):
-            cap_u[x, k] = up[leaves[x], k] if su > 0 else T
-            cap_d[x, k] = down[leaves[x], k] if sd > 0 else T
+            cap_u[x, k] = free_u[x, k] if su > 0 else T
+            cap_d[x, k] = free_d[x, k] if sd > 0 else T
     load_u = np.zeros((n, H), np.int64)  # fixed, coloured and overflowing flows
     load_d = np.zeros((n, H), np.int64)
     for i in range(fixed.size):
