@@ -76,12 +76,16 @@ class FabricChanges:
         s.stats["reconfigurations"] += 1
         scratch = model.scratch
         scratch[change.links] = True
-        model.demote_isolated(now)
-        model.solo_to_fluid(now)
+        # (no running job's routes on the links, e.g. new circuits: none to demote or re-solo)
+        crossed = model.crosses_running(change.links)
+        if crossed:
+            model.demote_isolated(now)
+            model.solo_to_fluid(now)
         model.fluid.attach(change.links)
         s.fabric.apply(change)
         model.fluid.touch()
-        model.resolo_marked()
+        if crossed:
+            model.resolo_marked()
         scratch[change.links] = False
         for observe in self.observers:
             observe(now)

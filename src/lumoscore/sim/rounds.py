@@ -152,6 +152,15 @@ class RoundModel:
             users[links] += 1
         return isolated
 
+    def crosses_running(self, links: IntArray) -> bool:
+        """Whether some running job's routes may cross ``links``: a running job's plan
+        on one of them (counted in ``link_users``), or True when the plans do not say
+        (a fabric that isolates jobs counts none; routes chosen per round may leave the
+        plan's links)."""
+        if self.s.fabric.isolating or self.probing:
+            return True
+        return bool(self.link_users[links].any())
+
     def vacate(self, plan: JobPlan) -> None:
         """A job leaves its links."""
         if not self.s.fabric.isolating:
