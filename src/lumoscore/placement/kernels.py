@@ -4,6 +4,9 @@
   largest first, the last one best fit (:meth:`PlacementPolicy._in_pod
   <lumoscore.placement.policies.PlacementPolicy>`). It runs once per pod of every multi-pod
   placement on a handful of leaves, so NumPy's per-call overhead dominated it.
+* :func:`block_counts`, :func:`block_all` -- the idle GPUs (or free slots) of every server,
+  leaf or pod and whether a block is all idle: one pass over the cluster's flags (NumPy's
+  reductions of small boolean blocks cost several times that).
 
 Examples
 --------
@@ -20,7 +23,7 @@ from numpy.typing import NDArray
 
 from lumoscore.jit import cached_jit
 
-__all__ = ["flow_pair_codes", "pod_slots", "sorted_difference"]
+__all__ = ["block_all", "block_counts", "flow_pair_codes", "pod_slots", "sorted_difference"]
 
 IntArray = NDArray[np.int64]
 
@@ -201,3 +204,43 @@ def sorted_difference(a: IntArray, b: IntArray) -> IntArray:  # pragma: no cover
         out[k] = x
         k += 1
     return out[:k]
+
+
+@cached_jit
+def block_counts(flags: NDArray[np.bool_], size: int) -> IntArray:  # pragma: no cover - jit
+    """The number of set flags in each block of ``size`` consecutive ones
+    (``flags.reshape(-1, size).sum(axis=1)``).
+
+    Examples
+    --------
+    >>> block_counts(np.array([1, 1, 0, 1, 0, 0], bool), 2).tolist()
+    [2, 1, 0]
+    """
+    n = flags.size // size
+    out = np.zeros(n, np.int64)
+    for i in range(n):
+        c = 0
+        for j in range(i * size, (i + 1) * size):
+            c += flags[j]
+        out[i] = c
+    return out
+
+
+@cached_jit
+def block_all(flags: NDArray[np.bool_], size: int) -> NDArray[np.bool_]:  # pragma: no cover
+    """Whether every flag of each block of ``size`` consecutive ones is set
+    (``flags.reshape(-1, size).all(axis=1)``).
+
+    Examples
+    --------
+    >>> block_all(np.array([1, 1, 0, 1, 1, 1], bool), 2).tolist()
+    [True, False, True]
+    """
+    n = flags.size // size
+    out = np.ones(n, np.bool_)
+    for i in range(n):
+        for j in range(i * size, (i + 1) * size):
+            if not flags[j]:
+                out[i] = False
+                break
+    return out

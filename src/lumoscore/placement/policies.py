@@ -54,7 +54,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
-from lumoscore.placement.kernels import pod_slots
+from lumoscore.placement.kernels import block_all, block_counts, pod_slots
 from lumoscore.placement.podselect import select_pods_exact, select_pods_greedy
 from lumoscore.placement.state import ClusterState, Placement, Refusal
 from lumoscore.traffic.arrangement import arrange_job
@@ -175,15 +175,15 @@ class PlacementPolicy:
         idle = state.idle
         if avoid_leaves is not None:
             idle = idle & ~np.asarray(avoid_leaves, bool)[state.leaf_of_gpu(np.arange(spec.gpus))]
-        free_gpus = int(idle.sum())
+        free_gpus = int(np.count_nonzero(idle))
         n = job.gpus // tp
-        slot_free = idle.reshape(-1, tp).all(axis=1)
+        slot_free = block_all(idle, tp)
         if free_gpus < job.gpus:
             return Refusal(
                 job.job_id, "gpus", "gpus", job.gpus, free_gpus,
                 f"{free_gpus} idle GPUs, job needs {job.gpus}",
             )  # fmt: skip
-        if int(slot_free.sum()) < n:
+        if int(np.count_nonzero(slot_free)) < n:
             return Refusal(
                 job.job_id, "gpus", "tp-slots", job.gpus, free_gpus,
                 f"{int(slot_free.sum())} idle whole TP slots of {tp} GPUs, job needs {n}",
@@ -237,7 +237,7 @@ class PlacementPolicy:
         spec = state.spec
         tp = job.tp
         sps = spec.gpus_per_server // tp
-        server_free = slot_free.reshape(-1, sps).sum(axis=1)
+        server_free = block_counts(slot_free, sps)
         levels = [("server", spec.gpus_per_server), ("leaf", state.leaf_block)]
         if self.name == "locality":
             levels.append(("pod", spec.gpus_per_pod))
@@ -245,15 +245,15 @@ class PlacementPolicy:
             per = block // tp
             if n > per:
                 continue
-            free_b = slot_free.reshape(-1, per).sum(axis=1)
-            idle_b = idle.reshape(-1, block).sum(axis=1)
+            free_b = block_counts(slot_free, per)
+            idle_b = block_counts(idle, block)
             cand = np.flatnonzero(free_b >= n)
             if cand.size == 0:
                 continue
             # fewest idle GPUs; ties by the idle GPUs of the enclosing leaf, pod, then index
             start = cand * block
-            idle_leaf = idle.reshape(-1, state.leaf_block).sum(axis=1)[start // state.leaf_block]
-            idle_pod = idle.reshape(-1, spec.gpus_per_pod).sum(axis=1)[start // spec.gpus_per_pod]
+            idle_leaf = block_counts(idle, state.leaf_block)[start // state.leaf_block]
+            idle_pod = block_counts(idle, spec.gpus_per_pod)[start // spec.gpus_per_pod]
             b = int(cand[np.lexsort((cand, idle_pod, idle_leaf, idle_b[cand]))[0]])
             if tier == "pod":
                 slots = self._in_pod(state, job, b, n, slot_free, idle, server_free)
@@ -297,7 +297,7 @@ class PlacementPolicy:
         tp = job.tp
         u = math.gcd(n, max(1, job.ep // tp))  # slots per EP group
         per_pod = spec.gpus_per_pod // tp
-        pod_free = slot_free.reshape(-1, per_pod).sum(axis=1)
+        pod_free = block_counts(slot_free, per_pod)
         cap = pod_free // u
         need = n // u
         tier = "pods"
@@ -315,7 +315,7 @@ class PlacementPolicy:
             method = "exact" if int((cap > 0).sum()) <= self.exact_max_pods else "greedy"
         sel = (select_pods_exact if method == "exact" else select_pods_greedy)(cap, need)
         sps = spec.gpus_per_server // tp
-        server_free = slot_free.reshape(-1, sps).sum(axis=1)
+        server_free = block_counts(slot_free, sps)
         slots = np.concatenate(
             [
                 self._in_pod(state, job, p, k * u, slot_free, idle, server_free)
