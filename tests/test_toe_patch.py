@@ -64,6 +64,10 @@ def test_patch_realizes_the_new_counts_with_the_least_rewiring(seed, P, half_k, 
         return
     assert verify_circuits(w, new, C1) == []
     assert rewired_circuits(new, now) == 2 * int(d[d > 0].sum())
+    # merged: what a stable sort by group of the default result gives (circuits sorted by
+    # group, as configure returns them, stay sorted)
+    merged = patch_circuits(PortModel.from_wiring(w), now, g, i, j, d, merge=True)
+    assert np.array_equal(merged, new[np.argsort(new[:, 0], kind="stable")])
     touched = np.zeros((H, P, P), bool)
     touched[g, i, j] = touched[g, j, i] = True
     kept = now[~touched[now[:, 0], now[:, 2], now[:, 4]]]
