@@ -16,7 +16,9 @@ A :class:`ClusterState` holds, as NumPy arrays,
 * ``toe_circuits``, ``toe_wiring`` -- the configuration :func:`~lumoscore.placement.reconfigure`
   deployed last and the wiring it was computed for: while ``circuits`` is that very array,
   the next reconfiguration skips validating it (bookkeeping only; None = not known);
-  ``toe_counts`` -- its links per pod pair ``(H, P, P)`` when known (None: counted again);
+  ``toe_counts`` -- its links per pod pair ``(H, P, P)`` when known (None: counted again;
+  the state's own array, updated in place), ``toe_counts_of`` -- the ``token`` of the logical
+  topology whose ``C`` they equal (None: none known);
 * ``failed_links`` -- leaf-spine links down per ``(leaf, spine)``; ``spine_ports`` -- the
   working OCS-facing ports of every spine ``(H, P)`` when some are out of service (None:
   all ``k_spine`` work), the logical topology's port budget.
