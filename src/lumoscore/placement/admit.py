@@ -382,26 +382,7 @@ def reconfigure(
         demand = base + backup_mesh(base, spec, ports)
     old = state.circuits
     H, P = spec.ocs_groups, spec.pods
-    known = old is state.toe_circuits and state.toe_counts is not None
-    # the deployed counts are those of the topology topo was derived from: compare where
-    # it says C changed, by its differences (C is not built)
-    derived = (
-        demand is None
-        and known
-        and topo.derived_from is not None
-        and topo.derived_from is state.toe_counts_of
-    )
-    if derived:
-        prev = state.toe_counts
-        pairs = _derived_pairs(topo.changed_keys, topo.changed_delta, P)
-    else:
-        if known:
-            prev = state.toe_counts
-        else:
-            prev = np.bincount((old[:, 0] * P + old[:, 2]) * P + old[:, 4], minlength=H * P * P)
-            prev = prev.reshape(H, P, P)
-        # (symmetric counts: a pair i < j per change)
-        pairs = changed_pairs(prev, topo.C if demand is None else demand)
+    prev, pairs, derived = _pairs_to_change(state, topo, demand)
     counts: IntArray | None = prev  # links per pod pair of the new circuits, when known
     changed = np.zeros(H, bool)
     changed[pairs[0]] = True
@@ -490,6 +471,36 @@ def reconfigure(
         toe_time_s=t2 - t1,
         notes=tuple(notes),
     )
+
+
+def _pairs_to_change(
+    state: ClusterState, topo: LogicalTopology, demand: IntArray | None
+) -> tuple[IntArray, tuple[IntArray, IntArray, IntArray, IntArray], bool]:
+    """The links per pod pair of the deployed circuits, the pod pairs whose count must
+    change to reach ``demand`` (None: ``topo.C``) as ``(group, i, j, change)``, and whether
+    those came from ``topo``'s differences: when the deployed counts are those of the
+    topology ``topo`` was derived from, only where it says ``C`` changed (``C`` is not
+    built)."""
+    old = state.circuits
+    H, P = state.spec.ocs_groups, state.spec.pods
+    known = old is state.toe_circuits and state.toe_counts is not None
+    if (
+        demand is None
+        and known
+        and topo.derived_from is not None
+        and topo.derived_from is state.toe_counts_of
+    ):
+        assert state.toe_counts is not None and topo.changed_keys is not None
+        assert topo.changed_delta is not None
+        return state.toe_counts, _derived_pairs(topo.changed_keys, topo.changed_delta, P), True
+    if known:
+        prev = state.toe_counts
+    else:
+        prev = np.bincount((old[:, 0] * P + old[:, 2]) * P + old[:, 4], minlength=H * P * P)
+        prev = prev.reshape(H, P, P)
+    assert prev is not None
+    # (symmetric counts: a pair i < j per change)
+    return prev, changed_pairs(prev, topo.C if demand is None else demand), False
 
 
 def _fits(rows: IntArray, ports: Any) -> bool:
