@@ -123,6 +123,9 @@ class LogicalTopology:
     row_sums : ndarray or None
         ``(H, P)`` ``sum_j C_ijh`` when known (kept up to date by :func:`apply_split`);
         :meth:`spine_row_sums` computes it otherwise.
+    pod_counts : ndarray or None
+        ``C`` once built (None until :attr:`C` is read, for a topology of
+        :func:`apply_split`).
     """
 
     a: IntArray
@@ -139,14 +142,14 @@ class LogicalTopology:
     changed_keys: IntArray | None = field(default=None, repr=False)
     changed_delta: IntArray | None = field(default=None, repr=False)
     row_sums: IntArray | None = field(default=None, repr=False)
-    #: ``C`` once built (given by :func:`_build`, else computed at the first access)
     pod_counts: IntArray | None = field(default=None, repr=False)
 
     @property
     def C(self) -> IntArray:
         """``(H, P, P)`` logical topology (Eq. 7); see the class."""
         if self.pod_counts is None:
-            H, P = self.row_sums.shape  # (set whenever C is not: apply_split)
+            assert self.row_sums is not None  # (set whenever C is not: apply_split)
+            H, P = self.row_sums.shape
             per = self.leaf_up.shape[0] // P
             C = np.zeros(H * P * P, np.int64)
             np.add.at(C, (self.h * P + self.a // per) * P + self.b // per, self.value)
