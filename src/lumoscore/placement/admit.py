@@ -80,7 +80,7 @@ from lumoscore.placement.state import ClusterState, DemandPart, Placement, Refus
 from lumoscore.toe import StagedPlan, ToeResult, circuit_loss, configure, rewired_circuits
 from lumoscore.toe import staged_plan as toe_staged_plan
 from lumoscore.toe.model import PortModel, sort_rows
-from lumoscore.toe.patch import changed_pairs, patch_circuits
+from lumoscore.toe.patch import changed_pairs, pairs_of_changes, patch_circuits
 from lumoscore.topology.logical import (
     LogicalTopology,
     apply_split,
@@ -492,7 +492,7 @@ def _pairs_to_change(
     ):
         assert state.toe_counts is not None and topo.changed_keys is not None
         assert topo.changed_delta is not None
-        return state.toe_counts, _derived_pairs(topo.changed_keys, topo.changed_delta, P), True
+        return state.toe_counts, pairs_of_changes(topo.changed_keys, topo.changed_delta, P), True
     if known:
         prev = state.toe_counts
     else:
@@ -507,17 +507,6 @@ def _fits(rows: IntArray, ports: Any) -> bool:
     """No spine needs more OCS ports (row sums ``rows``, ``(H, P)``) than it has
     (``ports``: one number or ``(H, P)``): :func:`feasible_demand` leaves ``C`` as it is."""
     return bool((rows <= np.asarray(ports, dtype=np.int64)).all())
-
-
-def _derived_pairs(
-    keys: IntArray, delta: IntArray, P: int
-) -> tuple[IntArray, IntArray, IntArray, IntArray]:
-    """:func:`~lumoscore.toe.patch.changed_pairs` from the differences ``delta`` of a
-    symmetric ``(H, P, P)`` count array at flat ``keys`` (ascending, both directions of each
-    pair listed): ``(group, i, j, change)`` of the pairs ``i < j`` that change."""
-    h, i, j = keys // (P * P), keys // P % P, keys % P
-    m = (i < j) & (delta != 0)
-    return h[m], i[m], j[m], delta[m]
 
 
 def _group_rows(circuits: IntArray, groups: IntArray) -> IntArray:

@@ -40,22 +40,17 @@ from numpy.typing import NDArray
 from lumoscore.jit import cached_jit
 from lumoscore.toe.model import PortModel
 
-__all__ = ["changed_pairs", "patch_circuits"]
+__all__ = ["changed_pairs", "pairs_of_changes", "patch_circuits"]
 
 IntArray = NDArray[np.int64]
 
 
 def changed_pairs(
-    before: IntArray,
-    after: IntArray,
-    groups: IntArray | None = None,
-    keys: IntArray | None = None,
+    before: IntArray, after: IntArray, groups: IntArray | None = None
 ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
     """The pod pairs ``i < j`` whose link count differs between the symmetric ``(H, P, P)``
     counts ``before`` and ``after``: ``(group, i, j, after - before)`` (``groups``: the group
-    of each of the ``H`` matrices, default ``0..H-1``), in ``(group, i, j)`` order. ``keys``
-    (flat indices into ``(H, P, P)``, in any order, either direction of a pair): the only
-    entries that can differ, when the caller knows them (then the work is in their number).
+    of each of the ``H`` matrices, default ``0..H-1``), in ``(group, i, j)`` order.
 
     Examples
     --------
@@ -66,21 +61,30 @@ def changed_pairs(
     [[5], [0], [2], [2]]
     """
     b0, a0 = np.asarray(before), np.asarray(after)
-    P = b0.shape[-1]
-    if keys is None:
-        keys = np.flatnonzero(b0 != a0)  # one pass over the counts; the rest is per change
-    else:
-        keys = np.asarray(keys, dtype=np.int64)
-        h, i, j = keys // (P * P), keys // P % P, keys % P
-        # a pair i < j whose (j, i) entry was listed (symmetric counts: both differ)
-        keys = np.unique((h * P + np.minimum(i, j)) * P + np.maximum(i, j))
-        keys = keys[b0.reshape(-1)[keys] != a0.reshape(-1)[keys]]
+    keys = np.flatnonzero(b0 != a0)  # one pass over the counts; the rest is per change
+    delta = a0.reshape(-1)[keys] - b0.reshape(-1)[keys]
+    return pairs_of_changes(keys, delta, b0.shape[-1], groups)
+
+
+def pairs_of_changes(
+    keys: IntArray, delta: IntArray, P: int, groups: IntArray | None = None
+) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """:func:`changed_pairs` from the differences ``delta`` of symmetric ``(H, P, P)`` counts
+    at the flat ``keys`` (ascending, both directions of a pair listed, other keys allowed):
+    the work is in the number of keys, for a caller that knows where the counts changed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [x.tolist() for x in pairs_of_changes(np.array([2, 4, 6]), np.array([2, 0, 2]), 3)]
+    [[0], [0], [2], [2]]
+    """
+    keys = np.asarray(keys, dtype=np.int64)
+    delta = np.asarray(delta, dtype=np.int64)
     h, i, j = keys // (P * P), keys // P % P, keys % P
-    up = i < j
-    keys, h, i, j = keys[up], h[up], i[up], j[up]
-    g = h if groups is None else np.asarray(groups, dtype=np.int64)[h]
-    d = a0.reshape(-1)[keys] - b0.reshape(-1)[keys]
-    return g.astype(np.int64), i, j, d.astype(np.int64)
+    m = (i < j) & (delta != 0)
+    g = h[m] if groups is None else np.asarray(groups, dtype=np.int64)[h[m]]
+    return g, i[m], j[m], delta[m]
 
 
 def patch_circuits(
