@@ -183,10 +183,11 @@ class PlacementPolicy:
                 job.job_id, "gpus", "gpus", job.gpus, free_gpus,
                 f"{free_gpus} idle GPUs, job needs {job.gpus}",
             )  # fmt: skip
-        if int(np.count_nonzero(slot_free)) < n:
+        free_slots = int(np.count_nonzero(slot_free))
+        if free_slots < n:
             return Refusal(
                 job.job_id, "gpus", "tp-slots", job.gpus, free_gpus,
-                f"{int(slot_free.sum())} idle whole TP slots of {tp} GPUs, job needs {n}",
+                f"{free_slots} idle whole TP slots of {tp} GPUs, job needs {n}",
             )  # fmt: skip
         if self.name == "first-fit":
             slots = np.flatnonzero(slot_free)[:n]
