@@ -151,8 +151,8 @@ def _route_flows(
         indptr[i + 1] = indptr[i] + 2 * hi
     if mode != 3:
         indices = np.empty(indptr[F], np.int64)
-        _fill_paths(mode, 0, src, dst, key, a, b, h, port, indptr, indices, n_gpus, k, tiers,
-                    geometry, seeds)  # fmt: skip
+        _fill_paths(mode, np.int64(0), src, dst, key, a, b, h, port, indptr, indices, n_gpus, k,
+                    tiers, geometry, seeds)  # fmt: skip
         return 0, indptr, indices
     n_cand = candidate_counts_jit(src, dst, key, candidates)
     K = max(n_cand.max(), 1) if F else 1

@@ -1106,7 +1106,7 @@ def _closure(
     meta[M_TOUCHED] = 0
     S = st[RSET]  # (a row enters S at most once)
     limit = min(limit, S.size)
-    ns = 0
+    ns = np.int64(0)  # (a literal 0 would compile _to_refill twice)
     warm = np.empty(alive.size - new_from, dtype=np.int64)
     n_warm = 0
     # per link the warm rows cross (local numbers): how many, their top rate, the lowest
@@ -1569,7 +1569,6 @@ def _run(
     return t, remaining_at(alive, st, t), glob, st[PEAK], rate, bott, idle, rate0, bott0
 
 
-@kernel
 def fluid_run(
     f_ptr: IntArray,
     f_idx: IntArray,
@@ -1580,9 +1579,7 @@ def fluid_run(
     until_s: float,
     done_rtol: float,
     grow: float = 1.0,
-) -> tuple[
-    float, FloatArray, IntArray, FloatArray, FloatArray, IntArray, FloatArray
-]:  # pragma: no cover - compiled
+) -> tuple[float, FloatArray, IntArray, FloatArray, FloatArray, IntArray, FloatArray]:
     """Fluid model of flows starting together: run until all finish or ``until_s`` passes.
 
     ``grow = 1 + eps`` selects the (1+eps)-approximate allocation. Returns the elapsed time
@@ -1593,12 +1590,12 @@ def fluid_run(
     flows).
     """
     t, rem, glob, peak, rate, bott, idle, _, _ = _run(
-        f_ptr, f_idx, weight, size, remaining, capacity, until_s, done_rtol, grow, np.bool_(False)
-    )
+        f_ptr, f_idx, weight, size, remaining, capacity, float(until_s), float(done_rtol),
+        float(grow), np.bool_(False),
+    )  # fmt: skip
     return t, rem, glob, peak, rate, bott, idle
 
 
-@kernel
 def solo_run(
     f_ptr: IntArray,
     f_idx: IntArray,
@@ -1609,7 +1606,10 @@ def solo_run(
     grow: float = 1.0,
 ) -> tuple[
     float, FloatArray, IntArray, FloatArray, FloatArray, IntArray, FloatArray, FloatArray, IntArray
-]:  # pragma: no cover - compiled
+]:
     """:func:`fluid_run` of flows from their full ``size`` to the end, and also every flow's
     rate and bottleneck link at time 0 (0 and -1 for flows that end at once)."""
-    return _run(f_ptr, f_idx, weight, size, size, capacity, np.inf, done_rtol, grow, np.bool_(True))
+    return _run(
+        f_ptr, f_idx, weight, size, size, capacity, np.inf, float(done_rtol), float(grow),
+        np.bool_(True),
+    )  # fmt: skip

@@ -377,7 +377,7 @@ def _size_rounds(
     ideal = np.zeros(n_rounds)
     m = 0  # rows written to out
     for r in range(n_rounds):
-        n = 0  # rows of this round in buf
+        n = np.int64(0)  # rows of this round in buf (no literal: one compile of _peak_load)
         for p in range(round_ptr[r], round_ptr[r + 1]):
             lo, hi = part_ptr[p], part_ptr[p + 1]
             first = n
@@ -396,7 +396,10 @@ def _size_rounds(
             for i in range(first, n):
                 buf_bytes[i] = buf_bytes[i] * factor
         if n > 0:
-            ideal[r] = _peak_load(buf_src, buf_dst, buf_bytes, 0, n, sent, recv) * 8.0 / denom
+            # (np.int64: a literal 0 would compile _peak_load once more)
+            ideal[r] = (
+                _peak_load(buf_src, buf_dst, buf_bytes, np.int64(0), n, sent, recv) * 8.0 / denom
+            )
         if per_node == 0 or n == 0:
             for i in range(n):
                 out_src[m + i] = buf_src[i]
@@ -477,7 +480,7 @@ def _heap_sort(
         _sift_down(order, a, start, n, dst, size)
     for end in range(n - 1, 0, -1):
         order[a], order[a + end] = order[a + end], order[a]
-        _sift_down(order, a, 0, end, dst, size)
+        _sift_down(order, a, np.int64(0), end, dst, size)  # (no literal: one compile)
 
 
 @cached_jit
