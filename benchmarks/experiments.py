@@ -1,7 +1,7 @@
 """Experiments benchmark: the default experiment of ``lumos run`` end to end.
 
 Runs ``lumos run --out <tmp> --no-report`` (the LumosCore paper's 4096-GPU comparison of the
-seven presets on the ``lumoscore-paper`` workload, 1000 jobs, exact max-min rates) in a fresh
+seven presets on the ``lumoscore-published`` workload, 1000 jobs, exact max-min rates) in a fresh
 process, as a user would, and reports the command's wall time and each run's simulation wall
 time (from the store's index). Then reruns the command on the same store: every run is already
 stored, so the rerun measures the resume path (load, validate, skip, summarize).
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import tempfile
@@ -30,12 +31,19 @@ from pathlib import Path
 import pandas as pd
 
 
-def run_cli(args: list[str], timeout_s: float) -> tuple[float, int, str]:
-    """Run ``lumos`` with ``args``; return (wall time, exit code, stderr tail). On timeout the
-    command gets Ctrl-C (it stores what finished and stops its workers); exit code -1."""
+def run_cli(
+    args: list[str], timeout_s: float, env: dict[str, str] | None = None
+) -> tuple[float, int, str]:
+    """Run ``lumos`` with ``args`` (and ``env`` added to this process's environment); return
+    (wall time, exit code, stderr tail). On timeout the command gets Ctrl-C (it stores what
+    finished and stops its workers); exit code -1."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        ["lumos", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ["lumos", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=None if env is None else {**os.environ, **env},
     )
     try:
         _, err = proc.communicate(timeout=timeout_s)
