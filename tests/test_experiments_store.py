@@ -50,6 +50,62 @@ def test_key_covers_trace_file_content(tmp_path: Path) -> None:
     assert run_key(cfg) != k1
 
 
+def test_key_covers_the_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run after any change to LumosCore's source is a new run (never a stale result)."""
+    cfg = tiny()
+    k1 = run_key(cfg)
+    assert store_mod.code_digest() == store_mod.code_digest()  # (cached, same source)
+    monkeypatch.setattr(store_mod, "code_digest", lambda: "0123456789abcdef")
+    assert run_key(cfg) != k1
+
+
+def test_code_digest_follows_every_source_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digest reads every ``.py`` file of the package: an edit to one changes it."""
+    pkg = tmp_path / "lumoscore"
+    (pkg / "sim").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("x = 1\n")
+    (pkg / "sim" / "engine.py").write_text("y = 2\n")
+    (pkg / "notes.txt").write_text("not code\n")
+    monkeypatch.setattr(store_mod.lumoscore, "__file__", str(pkg / "__init__.py"))
+
+    def digest() -> str:
+        store_mod.code_digest.cache_clear()
+        return store_mod.code_digest()
+
+    try:
+        d1 = digest()
+        (pkg / "notes.txt").write_text("still not code\n")
+        assert digest() == d1
+        (pkg / "sim" / "engine.py").write_text("y = 3\n")
+        assert digest() != d1
+    finally:
+        store_mod.code_digest.cache_clear()
+
+
+def test_a_run_of_other_code_is_replaced(
+    tmp_path: Path, result: SimResult, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Storing a run whose config is already stored under another key (other code) removes
+    the old run: the folder, its index and its reports hold one result per run config."""
+    store = ResultStore(tmp_path / "store")
+    cfg, other = tiny(), tiny(seed=2)
+    old_key = store.put(store.key(cfg), cfg, result)
+    other_key = store.put(store.key(other), other, result)
+    monkeypatch.setattr(store_mod, "code_digest", lambda: "0123456789abcdef")
+    new_key = store.key(cfg)
+    assert new_key != old_key and not store.has(new_key)
+    store.put(new_key, cfg, result)
+    assert store.keys() == sorted([new_key, other_key])
+    assert not (tmp_path / "store" / "runs" / old_key).exists()
+    assert sorted(store.index()["key"]) == sorted([new_key, other_key])
+    assert sorted(pd.read_parquet(tmp_path / "store" / "index.parquet")["key"]) == sorted(
+        [new_key, other_key]
+    )
+    assert store.info(new_key)["lumoscore_code"] == "0123456789abcdef"
+
+
 def test_put_then_read_back(tmp_path: Path, result: SimResult) -> None:
     store = ResultStore(tmp_path / "store")
     cfg = tiny()

@@ -8,9 +8,10 @@ Layout under the store's root::
     index.parquet, index.csv  one row per complete run (rewritten after every put)
 
 ``key`` is the first 16 hex digits of the SHA-256 of the canonical JSON of the run config
-together with the store schema and the LumosCore version (and, for a trace file, the SHA-256
-of its bytes), so the same run always lands in the same folder and an interrupted sweep
-resumes where it stopped. Every file is written atomically
+together with the store schema, the LumosCore version and a digest of LumosCore's source
+(:func:`code_digest`; and, for a trace file, the SHA-256 of its bytes), so the same run with
+the same code always lands in the same folder and an interrupted sweep resumes where it
+stopped, while a run after the code changed is a new run. Every file is written atomically
 (:func:`lumoscore.fileio.atomic_write`) and ``run.json`` is written last: a run is complete
 exactly when its ``run.json`` exists. The Parquet files hold no timestamps or wall times
 (those live in ``run.json`` and the index), so the same run config gives byte-identical
@@ -31,6 +32,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -51,7 +53,15 @@ from lumoscore.experiments.config import RunConfig
 from lumoscore.fileio import atomic_write, atomic_write_text
 from lumoscore.sim.results import SimResult
 
-__all__ = ["STORE_SCHEMA", "SUMMARY_COLUMNS", "ResultStore", "StoreError", "flatten", "run_key"]
+__all__ = [
+    "STORE_SCHEMA",
+    "SUMMARY_COLUMNS",
+    "ResultStore",
+    "StoreError",
+    "code_digest",
+    "flatten",
+    "run_key",
+]
 
 #: Version of the store layout and of what a run config leaves unsaid (2: Clos routes by
 #: probing and traffic follows the research exposure unless told otherwise); part of every
@@ -103,12 +113,36 @@ def _canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=True)
 
 
+@functools.cache
+def code_digest() -> str:
+    """16 hex digits of a SHA-256 over every Python source file of the ``lumoscore`` package
+    in use (path and bytes, in path order): which code produced a result.
+
+    Computed once per process (about 2 MB of source).
+
+    Examples
+    --------
+    >>> d = code_digest()
+    >>> len(d), d == code_digest()
+    (16, True)
+    """
+    root = Path(lumoscore.__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
 def run_key(run_config: RunConfig) -> str:
     """The store key of a run: 16 hex digits of a SHA-256 over its canonical JSON.
 
-    The hash covers the resolved config, :data:`STORE_SCHEMA`,
-    ``lumoscore.__version__`` and, when the trace is a file, the SHA-256 of the file's bytes
-    (an edited trace is a new run).
+    The hash covers the resolved config, :data:`STORE_SCHEMA`, ``lumoscore.__version__``,
+    the source digest (:func:`code_digest`: a run after any change to LumosCore's code is a
+    new run, never a stale result) and, when the trace is a file, the SHA-256 of the file's
+    bytes (an edited trace is a new run).
 
     Examples
     --------
@@ -128,6 +162,7 @@ def run_key(run_config: RunConfig) -> str:
     doc: dict[str, Any] = {
         "schema": STORE_SCHEMA,
         "lumoscore": lumoscore.__version__,
+        "code": code_digest(),
         "config": config,
     }
     if run_config.trace.file is not None:
@@ -195,6 +230,7 @@ class ResultStore:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self._rows: dict[str, dict[str, Any]] | None = None
+        self._configs: dict[str, str] = {}  # key -> canonical JSON of its config
 
     # -- keys and presence ------------------------------------------------------------------
     def key(self, run_config: RunConfig) -> str:
@@ -267,7 +303,8 @@ class ResultStore:
         Writes ``jobs.parquet``, ``queue.parquet``, ``link_events.parquet`` (runs with link
         failures) and, last, ``run.json``, each atomically;
         a crash before ``run.json`` leaves the run incomplete (it is run again on resume).
-        Returns ``key``.
+        A stored run of the same config under another key (made by other code, for example)
+        is removed: the folder keeps the latest result of each run config. Returns ``key``.
         """
         d = self.run_dir(key)
         d.mkdir(parents=True, exist_ok=True)
@@ -284,14 +321,14 @@ class ResultStore:
             "files": files,
             "schema": STORE_SCHEMA,
             "lumoscore_version": lumoscore.__version__,
+            "lumoscore_code": code_digest(),
             "config": run_config.model_dump(mode="json"),
             "summary": result.summary,
             "stats": result.stats,
             "fabric": result.fabric,
         }
         _write_run_json(d, doc)
-        rows = self._load_rows()
-        rows[key] = self._row(doc)
+        self._add_row(doc)
         self._write_index()
         return key
 
@@ -338,7 +375,7 @@ class ResultStore:
                 _link_or_copy(source.run_dir(source_key) / name, d / name)
             doc = {**doc, "key": key, "config": run_config.model_dump(mode="json")}
             _write_run_json(d, doc)
-            self._load_rows()[key] = self._row(doc)
+            self._add_row(doc)
             added += 1
         if added:
             self._write_index()
@@ -404,8 +441,25 @@ class ResultStore:
 
     def _load_rows(self) -> dict[str, dict[str, Any]]:
         if self._rows is None:
-            self._rows = {key: self._row(self.info(key)) for key in self.keys()}
+            docs = {key: self.info(key) for key in self.keys()}
+            self._rows = {key: self._row(doc) for key, doc in docs.items()}
+            self._configs = {key: _canonical_json(doc["config"]) for key, doc in docs.items()}
         return self._rows
+
+    def _add_row(self, doc: Mapping[str, Any]) -> None:
+        """Index the run ``doc`` (just written) and remove the runs it supersedes: those of
+        the same config under another key, made by other code, another store schema or
+        another version of the trace file. A folder keeps one result per run config, the
+        latest, so its index and reports never mix results of different code."""
+        rows = self._load_rows()
+        key, config = doc["key"], _canonical_json(doc["config"])
+        rows[key] = self._row(doc)
+        self._configs[key] = config
+        for old in [k for k, c in self._configs.items() if c == config and k != key]:
+            d = self.run_dir(old)
+            (d / "run.json").unlink(missing_ok=True)  # incomplete first, then gone
+            shutil.rmtree(d, ignore_errors=True)
+            del rows[old], self._configs[old]
 
     def _frame(self) -> pd.DataFrame:
         rows = list(self._load_rows().values())
