@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers_sim import job
 from lumoscore.fabric.clos import ClosFabric
 from lumoscore.sim.engine import Simulator
+from lumoscore.sim.link_failures import LinkFailureModel
 from lumoscore.sim.plan import build_plan
 from lumoscore.sim.probing import InFlight, reroute
 from lumoscore.sim.rounds import RoundModel
@@ -127,3 +131,76 @@ def test_choose_paths_matches_a_python_reference() -> None:
         best = paths[int(np.argmax(scores))]  # (argmax: the first of the best)
         assert np.array_equal(idx[ptr[i] : ptr[i + 1]], best)
         np.add.at(ref, best, weight[i])
+
+
+def _random_candidates(rng: np.random.Generator) -> tuple:
+    """Random candidate routes (CSR per candidate over the same flows), with few link
+    capacities and small loads, so that ties between candidates are common."""
+    F, K, links = int(rng.integers(1, 30)), int(rng.integers(1, 5)), int(rng.integers(4, 40))
+    ptrs, parts = [], []
+    for _ in range(K):
+        lengths = rng.integers(1, 6, F)
+        ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        ptrs.append(ptr)
+        parts.append(rng.integers(0, links, ptr[-1]).astype(np.int64))
+    offsets = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(np.int64)
+    n_cand = rng.integers(1, K + 1, F).astype(np.int64)
+    cap = rng.choice([100.0, 200.0], links)
+    weight = rng.integers(1, 3, F).astype(float)
+    return np.stack(ptrs), np.concatenate(parts), offsets, n_cand, cap, weight, links
+
+
+@given(seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=80, deadline=None)
+def test_choose_paths_keeps_the_idle_choice_on_unloaded_links(seed: int) -> None:
+    """The property behind ``ClosFabric.keeps_idle_routes``: routing again against flows in
+    flight that leave every link of the idle choice empty gives the idle choice (load only
+    lowers scores, the chosen paths' scores stay, the first best wins ties)."""
+    from lumoscore.fabric.routing import choose_paths
+
+    rng = np.random.default_rng(seed)
+    ptrs, parts, offsets, n_cand, cap, weight, links = _random_candidates(rng)
+    ptr0, idx0 = choose_paths(ptrs, parts, offsets, n_cand, np.zeros(links), cap, weight)
+    load = rng.integers(0, 5, links).astype(float)
+    load[idx0] = 0.0
+    ptr1, idx1 = choose_paths(ptrs, parts, offsets, n_cand, load, cap, weight)
+    assert np.array_equal(ptr0, ptr1) and np.array_equal(idx0, idx1)
+
+
+@pytest.mark.parametrize("failures", [False, True])
+def test_rounds_on_unloaded_links_start_on_their_plan(
+    monkeypatch: pytest.MonkeyPatch, failures: bool
+) -> None:
+    """A round whose planned links carry no flow in flight starts on its plan without being
+    routed again: the same run as routing every round, with fewer routing calls; with link
+    failures (capacities change, plans were routed at the old ones) every round is routed."""
+    import lumoscore.sim.rounds as rounds_mod
+
+    # (busy enough that some rounds meet others' flows and move)
+    jobs = generate_trace("lumoscore-paper", 60, seed=3, cluster_gpus=256, beta_s=20).jobs
+    real = rounds_mod.reroute
+    calls: list[bool] = []
+
+    def counted(rp, *a, **k):
+        out = real(rp, *a, **k)
+        calls.append(out is not rp)
+        return out
+
+    monkeypatch.setattr(rounds_mod, "reroute", counted)
+
+    def run() -> tuple[pd.DataFrame, int, int]:
+        calls.clear()
+        lf = LinkFailureModel(fraction=0.2, rate_per_cable_day=0.5, repair_s=1800.0)
+        lf = lf if failures else None
+        res = Simulator(clos("probing", 3.0), jobs, link_failures=lf, seed=2).run()
+        return res.jobs, len(calls), sum(calls)
+
+    fast, n_fast, _ = run()
+    monkeypatch.setattr(ClosFabric, "keeps_idle_routes", False)
+    full, n_full, moved = run()
+    pd.testing.assert_frame_equal(fast, full)
+    assert moved > 0  # some rounds do move: the runs compare routing that matters
+    if failures:
+        assert n_fast > 0.5 * n_full
+    else:
+        assert n_fast < 0.5 * n_full

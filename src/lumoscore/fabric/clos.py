@@ -270,6 +270,10 @@ class ClosFabric(Fabric):
 
     routings = ("ecmp", "balanced", "source", "probing", "ideal", "ecmp-polarized")
     failure_elements = ("leaf-spine", "spine-ocs")  # spine-ocs: 3+ tiers
+    #: Probing keeps a flow's idle choice when its links carry no other flow: extra load
+    #: only lowers candidate scores, leaves the unloaded chosen path's score as it was, and
+    #: the first best candidate wins ties (:func:`~lumoscore.fabric.routing.choose_paths`).
+    keeps_idle_routes = True
 
     def __init__(
         self,

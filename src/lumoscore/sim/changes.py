@@ -83,6 +83,7 @@ class FabricChanges:
             model.solo_to_fluid(now)
         model.fluid.attach(change.links)
         s.fabric.apply(change)
+        model.idle_routes_hold = False  # (plans were routed at the old capacities)
         model.fluid.touch()
         if crossed:
             model.resolo_marked()

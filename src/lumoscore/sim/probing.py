@@ -17,6 +17,8 @@ Examples
 >>> flows.add(rp)
 >>> flows.count.tolist()
 [2.0, 3.0, 0.0]
+>>> flows.idle(np.array([2])), flows.idle(np.array([1, 2]))
+(True, False)
 >>> flows.remove(rp)
 >>> flows.count.tolist()
 [0.0, 0.0, 0.0]
@@ -49,6 +51,16 @@ def _count_rows(
             count[indices[q]] += w
 
 
+@cached_jit
+def _none_on(count: FloatArray, links: IntArray) -> bool:  # pragma: no cover - compiled
+    idle = True
+    for i in range(links.size):
+        if count[links[i]] != 0.0:
+            idle = False
+            break
+    return idle
+
+
 class InFlight:
     """Flows of the rounds in flight on each of ``n_links`` links (:attr:`count`)."""
 
@@ -65,6 +77,11 @@ class InFlight:
     def remove(self, rp: RoundPlan) -> None:
         """A round ends (or leaves the model)."""
         _count_rows(self.count, rp.indptr, rp.indices, rp.weight, -1.0)
+
+    def idle(self, links: IntArray) -> bool:
+        """Whether no flow is in flight on any of ``links`` (``not count[links].any()``
+        without the copy)."""
+        return bool(_none_on(self.count, links))
 
 
 def reroute(

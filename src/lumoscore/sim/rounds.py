@@ -116,6 +116,10 @@ class RoundModel:
         Called as ``on_done(run, now)`` when a round-by-round job ends its last iteration.
     in_flight : InFlight, optional
         Flows of the rounds in flight per link (load-aware routing only).
+    idle_routes_hold : bool
+        A round whose planned links carry no flow in flight starts on its plan, not routed
+        again (fabrics whose :attr:`~lumoscore.fabric.base.Fabric.keeps_idle_routes`, until
+        the first capacity change).
     """
 
     def __init__(self, state: RunState, *, reserve: bool) -> None:
@@ -136,6 +140,8 @@ class RoundModel:
         self.checkpoints: Checkpoints | None = None
         self.on_done: Callable[[JobRun, float], None] | None = None
         self.in_flight = InFlight(n_links) if self.probing else None
+        # (off once capacities change: the plans were routed at the capacities of their time)
+        self.idle_routes_hold = self.probing and state.fabric.keeps_idle_routes
 
     # -- jobs -----------------------------------------------------------------------------
     def occupy(self, plan: JobPlan, now: float) -> bool:
@@ -274,7 +280,9 @@ class RoundModel:
         if rp.n_flows == 0 or rp.solo_s == 0.0:
             self.next_round(run, now)
             return
-        if self.in_flight is not None:
+        if self.in_flight is not None and not (
+            self.idle_routes_hold and self.in_flight.idle(rp.links)
+        ):
             rp = reroute(rp, self.s.fabric, self.in_flight.count, run.job.job_id, eps=self.eps)
         self.start_round(run, rp, now)
 
