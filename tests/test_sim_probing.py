@@ -104,39 +104,10 @@ def test_lumoscore_probing_with_one_candidate_is_ecmp() -> None:
     assert fab.load_aware and fab.describe()["routing"] == "probing"
 
 
-def test_choose_paths_matches_a_python_reference() -> None:
-    from lumoscore.fabric.routing import choose_paths
-
-    rng = np.random.default_rng(5)
-    F, K, links = 40, 3, 30
-    ptrs, parts = [], []
-    for _ in range(K):
-        lengths = rng.integers(2, 6, F)
-        ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        ptrs.append(ptr)
-        parts.append(rng.integers(0, links, ptr[-1]).astype(np.int64))
-    offsets = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(np.int64)
-    n_cand = rng.integers(1, K + 1, F).astype(np.int64)
-    load0 = rng.integers(0, 4, links).astype(float)
-    cap = rng.choice([100.0, 200.0], links)
-    weight = rng.integers(1, 3, F).astype(float)
-    load = load0.copy()
-    ptr, idx = choose_paths(np.stack(ptrs), np.concatenate(parts), offsets, n_cand, load, cap,
-                            weight)  # fmt: skip
-    assert np.array_equal(load, load0)  # given back unchanged
-    ref = load0.copy()
-    for i in range(F):
-        paths = [parts[c][ptrs[c][i] : ptrs[c][i + 1]] for c in range(n_cand[i])]
-        scores = [(cap[p] / np.maximum(ref[p], 1.0)).min() for p in paths]
-        best = paths[int(np.argmax(scores))]  # (argmax: the first of the best)
-        assert np.array_equal(idx[ptr[i] : ptr[i + 1]], best)
-        np.add.at(ref, best, weight[i])
-
-
-def _random_candidates(rng: np.random.Generator) -> tuple:
-    """Random candidate routes (CSR per candidate over the same flows), with few link
-    capacities and small loads, so that ties between candidates are common."""
-    F, K, links = int(rng.integers(1, 30)), int(rng.integers(1, 5)), int(rng.integers(4, 40))
+def _random_candidates(rng: np.random.Generator, F: int, K: int, links: int) -> tuple:
+    """Random candidate routes of ``F`` flows (CSR per candidate, ``K`` of them, over
+    ``links`` links), with two link capacities and small weights, so that ties between
+    candidates are common: ``(indptrs, indices, offsets, n_cand, cap, weight)``."""
     ptrs, parts = [], []
     for _ in range(K):
         lengths = rng.integers(1, 6, F)
@@ -147,7 +118,27 @@ def _random_candidates(rng: np.random.Generator) -> tuple:
     n_cand = rng.integers(1, K + 1, F).astype(np.int64)
     cap = rng.choice([100.0, 200.0], links)
     weight = rng.integers(1, 3, F).astype(float)
-    return np.stack(ptrs), np.concatenate(parts), offsets, n_cand, cap, weight, links
+    return np.stack(ptrs), np.concatenate(parts), offsets, n_cand, cap, weight
+
+
+def test_choose_paths_matches_a_python_reference() -> None:
+    from lumoscore.fabric.routing import choose_paths
+
+    rng = np.random.default_rng(5)
+    F, links = 40, 30
+    ptrs, parts, offsets, n_cand, cap, weight = _random_candidates(rng, F, 3, links)
+    load0 = rng.integers(0, 4, links).astype(float)
+    load = load0.copy()
+    ptr, idx = choose_paths(ptrs, parts, offsets, n_cand, load, cap, weight)
+    assert np.array_equal(load, load0)  # given back unchanged
+    ref = load0.copy()
+    for i in range(F):
+        paths = [parts[offsets[c] + ptrs[c, i] : offsets[c] + ptrs[c, i + 1]]
+                 for c in range(n_cand[i])]  # fmt: skip
+        scores = [(cap[p] / np.maximum(ref[p], 1.0)).min() for p in paths]
+        best = paths[int(np.argmax(scores))]  # (argmax: the first of the best)
+        assert np.array_equal(idx[ptr[i] : ptr[i + 1]], best)
+        np.add.at(ref, best, weight[i])
 
 
 @given(seed=st.integers(0, 2**32 - 1))
@@ -159,7 +150,8 @@ def test_choose_paths_keeps_the_idle_choice_on_unloaded_links(seed: int) -> None
     from lumoscore.fabric.routing import choose_paths
 
     rng = np.random.default_rng(seed)
-    ptrs, parts, offsets, n_cand, cap, weight, links = _random_candidates(rng)
+    F, K, links = int(rng.integers(1, 30)), int(rng.integers(1, 5)), int(rng.integers(4, 40))
+    ptrs, parts, offsets, n_cand, cap, weight = _random_candidates(rng, F, K, links)
     ptr0, idx0 = choose_paths(ptrs, parts, offsets, n_cand, np.zeros(links), cap, weight)
     load = rng.integers(0, 5, links).astype(float)
     load[idx0] = 0.0
