@@ -250,11 +250,13 @@ class Fabric(ABC):
         """Routes depend on the flows in flight (the simulator passes the link load)."""
         return ROUTINGS[self.routing].load_aware
 
-    #: Whether a load-aware routing gives back a round's routes on the idle fabric whenever
-    #: those routes' links carry no flow in flight, at unchanged capacities (the simulator
-    #: then skips routing the round again). True only for a routing whose choice provably
-    #: keeps them, such as :func:`~lumoscore.fabric.routing.choose_paths` (ClosFabric).
-    keeps_idle_routes: bool = False
+    @property
+    def keeps_idle_routes(self) -> bool:
+        """Whether the load-aware routing gives back a round's routes on the idle fabric
+        whenever those routes' links carry no flow in flight, at unchanged capacities (the
+        simulator then skips routing the round again). True only where the choice provably
+        keeps them, such as :func:`~lumoscore.fabric.routing.choose_paths` on ClosFabric."""
+        return False
 
     @property
     def gpus(self) -> int:

@@ -270,10 +270,6 @@ class ClosFabric(Fabric):
 
     routings = ("ecmp", "balanced", "source", "probing", "ideal", "ecmp-polarized")
     failure_elements = ("leaf-spine", "spine-ocs")  # spine-ocs: 3+ tiers
-    #: Probing keeps a flow's idle choice when its links carry no other flow: extra load
-    #: only lowers candidate scores, leaves the unloaded chosen path's score as it was, and
-    #: the first best candidate wins ties (:func:`~lumoscore.fabric.routing.choose_paths`).
-    keeps_idle_routes = True
 
     def __init__(
         self,
@@ -598,6 +594,15 @@ class ClosFabric(Fabric):
         if self.routing != "probing" or (dead is not None and dead.any()):
             return super()._load_aware_routes(src, dst, flow_key, job_id, link_load, flow_weight)
         return self._compiled_routes(src, dst, flow_key, link_load, flow_weight)
+
+    @property
+    def keeps_idle_routes(self) -> bool:
+        """Probing keeps a flow's idle choice when its links carry no other flow: extra load
+        only lowers candidate scores, leaves the unloaded chosen path's score as it was, and
+        the first best candidate wins ties (:func:`~lumoscore.fabric.routing.choose_paths`).
+        Not while links are dead: a flow whose first choice crosses one is hashed again,
+        and load elsewhere can change that first choice."""
+        return self.dead_links is None or not bool(self.dead_links.any())
 
     def _compiled_routes(
         self,
