@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 from lumoscore.fabric.base import Fabric
 from lumoscore.jit import cached_jit
 from lumoscore.sim.plan import RoundPlan, _solo_run
+from lumoscore.sim.solo import any_marked
 
 __all__ = ["InFlight", "reroute"]
 
@@ -49,16 +50,6 @@ def _count_rows(
         w = sign * weight[i]
         for q in range(indptr[i], indptr[i + 1]):
             count[indices[q]] += w
-
-
-@cached_jit
-def _none_on(count: FloatArray, links: IntArray) -> bool:  # pragma: no cover - compiled
-    idle = True
-    for i in range(links.size):
-        if count[links[i]] != 0.0:
-            idle = False
-            break
-    return idle
 
 
 class InFlight:
@@ -81,7 +72,7 @@ class InFlight:
     def idle(self, links: IntArray) -> bool:
         """Whether no flow is in flight on any of ``links`` (``not count[links].any()``
         without the copy)."""
-        return bool(_none_on(self.count, links))
+        return not any_marked(links, self.count)
 
 
 def reroute(

@@ -90,8 +90,9 @@ def claim_solo(
 
 
 @cached_jit
-def any_marked(links: IntArray, marks: NDArray[np.bool_]) -> bool:  # pragma: no cover - compiled
-    """Whether one of ``links`` is marked: ``marks[links].any()`` without the copy."""
+def any_marked(links: IntArray, marks: NDArray) -> bool:  # pragma: no cover - compiled
+    """Whether one of ``links`` is marked (nonzero, e.g. a flag or a flow count):
+    ``marks[links].any()`` without the copy."""
     found = False
     for i in range(links.size):
         if marks[links[i]]:
