@@ -40,7 +40,7 @@ def test_ecmp_and_source_spines():
     assert ((src_r.indices.reshape(-1, 4)[:, 1] - 32) % 4).tolist() == (src % 4).tolist()
 
 
-def test_balanced_senses_the_flows_in_flight():
+def test_balanced_senses_the_flows_in_flight_on_its_uplinks():
     fab = LeafSpineFabric(4, 4, 2, routing="balanced")
     assert fab.load_aware and not LeafSpineFabric(4, 4, 2).load_aware
     src, dst = np.zeros(4, np.int64), np.full(4, 4)
@@ -54,6 +54,12 @@ def test_balanced_senses_the_flows_in_flight():
     one = fab.routes(src[:1], dst[:1], np.arange(1), link_load=load)
     assert one.links_of(0)[1] == 35
     assert np.array_equal(load, before)
+    # the source leaf senses its own uplinks only: busy spine -> leaf 1 links change nothing
+    down = np.zeros(fab.n_links)
+    down[32 + 16 + 4 : 32 + 16 + 8] = [5.0, 5.0, 5.0, 0.0]  # spine m -> leaf 1 is 48 + 4 + m
+    blind = fab.routes(src[:1], dst[:1], np.arange(1), link_load=down).links_of(0)
+    assert blind.tolist() == fab.routes(src[:1], dst[:1], np.arange(1)).links_of(0).tolist()
+    assert blind[2] != 55  # the one idle downlink was not sought
 
 
 def test_vclos_names_and_routings():

@@ -16,9 +16,11 @@ other 4: ``[NIC up, leaf out, leaf in, NIC down]``.
 :class:`LeafSpineFabric` (the shared baselines; jobs share links) routes with:
 
 * ``ecmp``: spine ``MurmurHash3(src, dst, flow_key) mod S`` (the 5-tuple hash of §3.1);
-* ``balanced`` (§9.3 "Balanced ECMP"): the least congested spine by the flows in flight on
-  its two links (``max`` of the up and down link loads), ties broken at random (a per-flow
-  hash picks where the scan starts); load-aware: routed again at every round's start;
+* ``balanced`` (§9.3 "Balanced ECMP"): the least congested port of the source leaf, the
+  uplink carrying the fewest flows in flight (the research simulator's balanced routing
+  senses the uplinks only; the spine's downlink to the destination leaf is not seen), ties
+  broken at random (a per-flow hash picks where the scan starts); load-aware: routed again
+  at every round's start;
 * ``source`` (§5.2, on the whole fabric): spine = the source's GPU port in its leaf;
 * ``ideal``: NIC links only.
 
@@ -139,7 +141,7 @@ def _leaf_spine_routes(
             m, best = start, np.inf
             for t in range(S):
                 c = (start + t) % S
-                v = max(load[up0 + la * S + c], load[down0 + lb * S + c])
+                v = load[up0 + la * S + c]
                 if v < best:
                     m, best = c, v
             load[up0 + la * S + m] += weight[i]
