@@ -333,3 +333,22 @@ def test_port_failure_runs_finish_every_job() -> None:
                   link_failures=LinkFailureModel(fraction=0.1, element="ocs-port"))  # fmt: skip
     with pytest.raises(ConfigError, match="element must be one of"):
         LinkFailureModel(element="spine")
+
+
+def test_a_job_with_no_route_waits_for_the_repair_not_for_the_next_event() -> None:
+    """Every uplink of the leaf the job is placed on is down when it arrives: its flows find
+    no route, it waits, and it starts when the cables are repaired (no other event comes)."""
+    from lumoscore.workload import Job
+
+    job = Job(job_id=0, arrival_s=10.0, gpus=32, model="llama_7b", tp=8, pp=1, dp=4, ep=8,
+              iterations=10, duration_s=1000.0)  # fmt: skip
+    fab = make_fabric("vclos-leaf-spine", 512)
+    leaf = int(PLACERS["vclos"](fab).place(job)[0] // fab.d)
+    cables = range(leaf * fab.S, (leaf + 1) * fab.S)
+    script = [(0.0, c, "fail") for c in cables] + [(500.0, c, "repair") for c in cables]
+    res = Simulator(
+        make_fabric("vclos-leaf-spine", 512), [job], exposure="literal",
+        link_failures=LinkFailureModel(script=script),
+    ).run()  # fmt: skip
+    assert res.summary["jobs"] == 1 and res.stats["unroutable_placements"] >= 1
+    assert res.jobs.jwt_s.iloc[0] == pytest.approx(490.0)

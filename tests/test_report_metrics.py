@@ -278,3 +278,28 @@ def test_jct_over_best_is_the_ratio_of_means_and_named_apart_from_the_per_job_me
     defs = column_definitions(["JCT / Best", "per-job JCT ratio", "trace.load"])
     assert "ratio of means" in defs["JCT / Best"] and "job by job" in defs["per-job JCT ratio"]
     assert defs["trace.load"] == "the swept parameter trace.load"
+
+
+def test_unfinished_jobs_are_counted_and_shown_only_when_there_are_some() -> None:
+    from lumoscore.report.tables import summary_view
+    from lumoscore.sim.results import summarize
+
+    jobs = pd.DataFrame(
+        {
+            "arrival_s": [0.0, 1.0, 2.0],
+            "start_s": [0.0, 1.0, np.nan],
+            "finish_s": [5.0, 6.0, np.nan],
+            "jrt_s": [5.0, 5.0, np.nan],
+            "jwt_s": [0.0, 0.0, np.nan],
+            "jct_s": [5.0, 5.0, np.nan],
+            "jrt_slowdown": [0.0, 0.0, np.nan],
+            "contention_level": [1.0, 1.0, np.nan],
+            "rejected": [False, False, False],
+        }
+    )
+    s = summarize(jobs)
+    assert (s["jobs"], s["rejected"], s["unfinished"]) == (2, 0, 1)
+    agg = pd.DataFrame({"arch": ["a", "b"], "jobs": [2, 3], "unfinished": [1, 0]})
+    assert "unfinished" in summary_view(agg, ["arch"]).columns
+    agg["unfinished"] = 0
+    assert "unfinished" not in summary_view(agg, ["arch"]).columns

@@ -72,6 +72,7 @@ STORE_SCHEMA = 2
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "jobs",
     "rejected",
+    "unfinished",
     "mean_jrt_s",
     "p50_jrt_s",
     "p99_jrt_s",

@@ -55,6 +55,7 @@ _SUMMARY_NAMES = frozenset(
     {
         "jobs",
         "rejected",
+        "unfinished",
         "makespan_s",
         "wall_s",
         "jct_std_s",

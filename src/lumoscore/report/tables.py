@@ -27,8 +27,13 @@ __all__ = [
 #: skipped; JRT/JWT/JCT means carry their 95% confidence interval across seeds as "mean ± ci".
 #: Every value is a mean over seeds of a per-run figure.
 SUMMARY_METRICS: tuple[tuple[str, str, str], ...] = (
-    ("jobs", "jobs", "jobs in the trace"),
+    ("jobs", "jobs", "jobs that finished"),
     ("rejected", "rejected", "jobs larger than the cluster, never started"),
+    (
+        "unfinished",
+        "unfinished",
+        "jobs the run ended without finishing (waiting for what never came back, e.g. a route)",
+    ),
     ("mean_jrt_s", "mean JRT (s)", "job run time: finish - start (with failures: JCT - JWT)"),
     ("mean_jwt_s", "mean JWT (s)", "job waiting time: start - arrival (and waits after restarts)"),
     ("mean_jct_s", "mean JCT (s)", "job completion time: finish - arrival = JWT + JRT"),
@@ -109,6 +114,8 @@ SUMMARY_METRICS: tuple[tuple[str, str, str], ...] = (
 )
 
 _WITH_CI = ("mean_jrt_s", "mean_jwt_s", "mean_jct_s")
+#: Metrics the summary shows only when some row has one (a warning, not a figure).
+_ONLY_NONZERO = frozenset({"unfinished"})
 
 
 def format_number(x: Any) -> str:
@@ -160,6 +167,8 @@ def summary_view(
     seen: set[str] = set()
     for col, header, _ in SUMMARY_METRICS:
         if col not in agg.columns or header in seen or agg[col].isna().all():
+            continue
+        if col in _ONLY_NONZERO and not agg[col].fillna(0).astype(bool).any():
             continue
         seen.add(header)
         ci = agg.get(col + ci_suffix) if col in _WITH_CI else None

@@ -229,8 +229,9 @@ class Simulator:
         links = None
         if self.link_failures is not None:
             links = LinkOutages(
-                state, changes, self.link_failures, np.random.default_rng([self.seed, 1])
-            )
+                state, changes, self.link_failures, np.random.default_rng([self.seed, 1]),
+                admission,
+            )  # fmt: skip
             handlers["linkfail"] = links.on_fail
             handlers["linkrepair"] = links.on_repair
             handlers["linkdraw"] = links.on_draw

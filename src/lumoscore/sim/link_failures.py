@@ -39,6 +39,7 @@ import pandas as pd
 
 from lumoscore.errors import ConfigError
 from lumoscore.fabric.base import check_failure_element
+from lumoscore.sim.admission import Admission
 from lumoscore.sim.changes import FabricChanges
 from lumoscore.sim.events import Event
 from lumoscore.sim.state import P_FINISH, RunState
@@ -132,6 +133,8 @@ class LinkOutages:
         The failure process.
     rng : numpy.random.Generator
         Draws the failed units and the failure times.
+    admission : Admission, optional
+        Offered the waiting jobs again after a repair.
     """
 
     def __init__(
@@ -140,9 +143,11 @@ class LinkOutages:
         changes: FabricChanges,
         failures: LinkFailureModel,
         rng: np.random.Generator,
+        admission: Admission | None = None,
     ) -> None:
         self.s = state
         self.changes = changes
+        self.admission = admission
         self.lf = failures
         self.rng = rng
         # a ConfigError without units of the element
@@ -196,8 +201,11 @@ class LinkOutages:
         self._change(np.asarray(ev.data, dtype=np.int64), True, ev.time_s)
 
     def on_repair(self, ev: Event) -> None:
-        """Units are back."""
+        """Units are back: the waiting jobs are offered the links again (a job whose flows
+        found no route waits for a repair as others wait for GPUs)."""
         self._change(np.asarray(ev.data, dtype=np.int64), False, ev.time_s)
+        if self.admission is not None and self.admission.waiting:
+            self.admission.try_start(ev.time_s)
 
     def _change(self, cables: np.ndarray, fail: bool, now: float) -> None:
         s = self.s

@@ -60,7 +60,13 @@ def _pct(x: NDArray[np.float64], q: float) -> float:
 def summarize(jobs: pd.DataFrame) -> dict[str, float]:
     """Means and percentiles of JRT, JWT and JCT over the finished jobs."""
     ok = finished_jobs(jobs)
-    out: dict[str, float] = {"jobs": len(ok), "rejected": int(jobs["rejected"].sum())}
+    rejected = int(jobs["rejected"].sum())
+    # never finished: the run ran out of events with them waiting (e.g. no route left)
+    out: dict[str, float] = {
+        "jobs": len(ok),
+        "rejected": rejected,
+        "unfinished": len(jobs) - len(ok) - rejected,
+    }
     for col in ("jrt_s", "jwt_s", "jct_s"):
         x = ok[col].to_numpy(dtype=float)
         name = col[:-2]
