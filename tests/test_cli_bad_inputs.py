@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -209,3 +210,17 @@ def test_a_job_that_can_never_fit_is_an_error_or_skipped_with_a_warning(
     code, out, err = invoke([*argv, "--skip-oversized", "--json"])
     assert code == 0 and err.startswith("lumos: warning: skipped 1 job(s)")
     assert '"skipped_oversized": 1' in out and '"jobs": 1' in out
+
+
+def test_jobs_left_waiting_when_the_run_ends_are_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cables that never come back leave jobs without a route: the run ends with them
+    waiting, and simulate says so (they are not in the means)."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["simulate", "--arch", "vclos-leaf-spine", "--gpus", "512", "--preset",
+            "vclos-helios", "--jobs", "40", "--link-fraction", "0.97", "--json"]  # fmt: skip
+    code, out, err = invoke(argv)
+    assert code == 0 and err.startswith("lumos: warning: ") and "never finished" in err
+    summary = json.loads(out)
+    assert summary["unfinished"] > 0 and summary["jobs"] + summary["unfinished"] == 40

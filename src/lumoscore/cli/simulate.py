@@ -272,6 +272,13 @@ def simulate(
     }
     if skipped:
         result.summary["skipped_oversized"] = len(skipped)
+    unfinished = int(result.summary.get("unfinished", 0))
+    if unfinished:
+        sys.stderr.write(
+            f"lumos: warning: {unfinished} of {len(job_list)} jobs never finished (the run ran "
+            "out of events with them waiting, e.g. for routes around failed links); the means "
+            "leave them out\n"
+        )
     if out is not None:
         result.write(out, manifest=manifest)
     if json_out:
