@@ -242,20 +242,27 @@ class PlacementPolicy:
         levels = [("server", spec.gpus_per_server), ("leaf", state.leaf_block)]
         if self.name == "locality":
             levels.append(("pod", spec.gpus_per_pod))
+        idle_in: dict[int, IntArray] = {}  # idle GPUs per block, by block size (each once)
+
+        def idle_counts(size: int) -> IntArray:
+            if size not in idle_in:
+                idle_in[size] = block_counts(idle, size)
+            return idle_in[size]
+
         for tier, block in levels:
             per = block // tp
             if n > per:
                 continue
             free_b = block_counts(slot_free, per)
-            idle_b = block_counts(idle, block)
             cand = np.flatnonzero(free_b >= n)
             if cand.size == 0:
                 continue
             # fewest idle GPUs; ties by the idle GPUs of the enclosing leaf, pod, then index
             start = cand * block
-            idle_leaf = block_counts(idle, state.leaf_block)[start // state.leaf_block]
-            idle_pod = block_counts(idle, spec.gpus_per_pod)[start // spec.gpus_per_pod]
-            b = int(cand[np.lexsort((cand, idle_pod, idle_leaf, idle_b[cand]))[0]])
+            idle_b = idle_counts(block)[cand]
+            idle_leaf = idle_counts(state.leaf_block)[start // state.leaf_block]
+            idle_pod = idle_counts(spec.gpus_per_pod)[start // spec.gpus_per_pod]
+            b = int(cand[np.lexsort((cand, idle_pod, idle_leaf, idle_b))[0]])
             if tier == "pod":
                 slots = self._in_pod(state, job, b, n, slot_free, idle, server_free)
             else:
