@@ -307,6 +307,8 @@ def tier_by_tier_routes(
     :mod:`lumoscore.fabric.routing` and the row hash of :mod:`lumoscore.fabric.hashing`
     (``probing``: see :func:`probing_reference`; ``seed_shift`` moves every tier seed;
     ``sum_candidate`` ``c`` takes port ``(c + src + dst) mod P`` at every tier instead)."""
+    if fab.routing == "probing" and fab.probe_hash == "least-loaded":
+        return least_loaded_reference(fab, src, dst, key, load)
     if fab.routing == "probing":
         return probing_reference(fab, src, dst, key, load)
     n, F, G = fab.tiers, src.size, fab.gpus
@@ -353,10 +355,7 @@ def probing_reference(
     hash of the flow falls below ``N mod 1``), the first with the largest
     ``min capacity / max(flows, 1)`` wins and counts one flow on its links."""
     load = np.zeros(fab.n_links) if load is None else load.copy()
-    n_cand = np.full(src.size, math.floor(fab.probe_candidates))
-    frac = fab.probe_candidates - math.floor(fab.probe_candidates)
-    u = flow_hash(src, dst, key, seed=0x5BD1E995) / 2.0**32
-    n_cand += u < frac
+    n_cand = _candidate_counts(fab, src, dst, key)
     cands = []
     for c in range(int(n_cand.max())):
         indptr, indices = tier_by_tier_routes(
@@ -377,6 +376,101 @@ def probing_reference(
         out[lo:hi] = best
         load[best] += 1.0
     return indptr, out
+
+
+def _candidate_counts(fab: ClosFabric, src: np.ndarray, dst: np.ndarray, key: np.ndarray):
+    """``floor(N)`` candidates per flow, one more when its hash falls below ``N mod 1``."""
+    n_cand = np.full(src.size, math.floor(fab.probe_candidates))
+    frac = fab.probe_candidates - math.floor(fab.probe_candidates)
+    return np.maximum(n_cand + (flow_hash(src, dst, key, seed=0x5BD1E995) / 2.0**32 < frac), 1)
+
+
+def least_loaded_reference(
+    fab: ClosFabric, src: np.ndarray, dst: np.ndarray, key: np.ndarray, load: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``probing`` with ``probe_hash="least-loaded"``, as the research simulator builds its
+    candidates, flow by flow in call order: candidate ``c`` of a flow with ``N`` candidates
+    climbs tier by tier, taking the up link with the fewest flows among the ECMP ports
+    hashed with the tier seed moved by ``(c + t) * 0x9E3779B9``, ``t = 0 .. N-1`` (the
+    first on ties); the first candidate with the largest ``min capacity / max(flows, 1)``
+    wins and counts one flow on its links."""
+    load = np.zeros(fab.n_links) if load is None else load.copy()
+    n_cand = _candidate_counts(fab, src, dst, key)
+    G, cap, offs = fab.gpus, fab.capacity_bps, fab.link_offsets()
+    a, _ = fab.attachment(src)
+    b, _ = fab.attachment(dst)
+    h = fab.heights(src, dst)
+    words = flow_key_words(src, dst, key)
+    shifts = 2 * int(n_cand.max()) - 1
+    hashed = [
+        [murmur3_32(words, (seed + u * 0x9E3779B9) & 0xFFFFFFFF) for u in range(shifts)]
+        for seed in fab.tier_seeds
+    ]
+    indptr = np.concatenate([[0], np.cumsum(2 * h)])
+    out = np.empty(indptr[-1], np.int64)
+    for i in range(src.size):
+        n = int(n_cand[i])
+        best, best_score = None, -1.0
+        for c in range(n):
+            ups, downs, col = [int(src[i])], [], 0
+            for s in range(1, int(h[i])):
+                P = fab.uplinks if s == 1 else fab.k
+                w = 1 if s == 1 else fab.uplinks * fab.k ** (s - 2)
+                span = fab.k ** (s - 1)
+                up = offs["up"][s - 1] + ((a[i] // span) * w + col) * P
+                down = offs["down"][s - 1] + ((b[i] // span) * w + col) * P
+                ports = [int(ecmp_ports(hashed[s - 1][c + t][i : i + 1], P)[0]) for t in range(n)]
+                p = min(ports, key=lambda q, up=up: load[up + q])
+                ups.append(up + p)
+                downs.append(down + p)
+                col = col * fab.k + p
+            path = np.array(ups + downs[::-1] + [G + int(dst[i])])
+            score = float((cap[path] / np.maximum(load[path], 1.0)).min())
+            if score > best_score:
+                best, best_score = path, score
+        out[indptr[i] : indptr[i + 1]] = best
+        load[best] += 1.0
+    return indptr, out
+
+
+def test_least_loaded_probing_takes_the_emptier_hashed_port() -> None:
+    # One flow, two candidates: its ECMP up-port at the leaf carries 5 flows, so it climbs
+    # through the other hashed port (when the two hashes differ) and avoids the loaded link.
+    fab = ClosFabric(64, 400, 8, 3, gpus_per_server=2, routing="probing",
+                     probe_candidates=2.0, probe_hash="least-loaded")  # fmt: skip
+    ecmp = ClosFabric(64, 400, 8, 3, gpus_per_server=2, routing="probing", probe_candidates=1.0)
+    src, dst = np.array([0]), np.array([40])
+    for k in range(50):
+        key = np.array([k])
+        first = ecmp.routes(src, dst, key).links_of(0)
+        load = np.zeros(fab.n_links)
+        load[first[1]] = 5.0
+        got = fab.routes(src, dst, key, link_load=load).links_of(0)
+        assert load[first[1]] == 5.0  # given back unchanged
+        if got[1] != first[1]:
+            break
+    else:
+        raise AssertionError("no flow found whose second hash differs from its first")
+    assert load[got[1]] == 0.0
+    # alone, with one candidate, it is the ECMP path
+    one = ClosFabric(64, 400, 8, 3, gpus_per_server=2, routing="probing",
+                     probe_candidates=1.0, probe_hash="least-loaded")  # fmt: skip
+    assert one.routes(src, dst, key, link_load=load).links_of(0).tolist() == first.tolist()
+
+
+@pytest.mark.parametrize("tiers", [2, 3, 4])
+@pytest.mark.parametrize("candidates", [1.0, 2.0 + 2.0 / 7.0, 4.0])
+def test_least_loaded_probing_matches_reference(tiers: int, candidates: float) -> None:
+    fab = ClosFabric(
+        clos_max_gpus(8, tiers), 400, 8, tiers, gpus_per_server=2, seed=tiers,
+        routing="probing", probe_candidates=candidates, probe_hash="least-loaded",
+    )  # fmt: skip
+    src, dst = random_inter_server(fab, 400, tiers)
+    key = np.random.default_rng(tiers).integers(0, 2**40, src.size)
+    load = np.random.default_rng(7).integers(0, 3, fab.n_links).astype(float)
+    got = fab.routes(src, dst, key, link_load=load)
+    indptr, indices = least_loaded_reference(fab, src, dst, key, load)
+    assert np.array_equal(got.indptr, indptr) and np.array_equal(got.indices, indices)
 
 
 def _as_ecmp(fab: ClosFabric) -> ClosFabric:
@@ -403,7 +497,7 @@ def _as_ecmp(fab: ClosFabric) -> ClosFabric:
     over=st.sampled_from([1.0, 3.0]),
     seed=st.integers(0, 1000),
     candidates=st.sampled_from([1.0, 1.0 + 2.0 / 7.0, 2.5, 4.0]),
-    probe_hash=st.sampled_from(["murmur", "sum"]),
+    probe_hash=st.sampled_from(["murmur", "sum", "least-loaded"]),
 )
 def test_compiled_router_matches_tier_by_tier_reference(
     tiers: int,

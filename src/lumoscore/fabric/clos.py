@@ -78,9 +78,11 @@ from lumoscore.jit import cached_jit
 __all__ = ["PROBE_HASHES", "ClosFabric"]
 
 #: How ``probing`` draws a flow's candidate paths: ``murmur`` (MurmurHash3 of the flow,
-#: tier seeds moved per candidate) or ``sum`` (the research simulator's port routing: up-port
-#: ``(c + src + dst) mod P`` at every tier for candidate ``c``).
-PROBE_HASHES: tuple[str, ...] = ("murmur", "sum")
+#: tier seeds moved per candidate), ``sum`` (the research simulator's port routing: up-port
+#: ``(c + src + dst) mod P`` at every tier for candidate ``c``) or ``least-loaded`` (the
+#: research simulator's hashed routing: at every tier the least loaded of the flow's
+#: ``murmur`` up-ports of candidates ``c .. c + n - 1``; :func:`_least_loaded_paths`).
+PROBE_HASHES: tuple[str, ...] = ("murmur", "sum", "least-loaded")
 
 #: Routing policy -> the code the compiled router switches on.
 _MODE_CODE = {"ecmp": 0, "balanced": 1, "source": 2, "probing": 3}
@@ -99,6 +101,7 @@ def _route_flows(
     weight: NDArray[np.float64],
     candidates: float,
     sum_hash: bool,
+    hop_choice: bool,
 ) -> tuple[int, IntArray, IntArray]:  # pragma: no cover - compiled
     """CSR routes of all flows (the module docstring's arithmetic, one flow at a time).
 
@@ -116,7 +119,8 @@ def _route_flows(
     :data:`~lumoscore.fabric.routing.CANDIDATE_STEP` (candidate 0 is the ECMP path), or with
     ``sum_hash`` the up-port ``(c + src + dst) mod P`` at every tier; then
     :func:`~lumoscore.fabric.routing.choose_paths` keeps the best of each flow's candidates
-    against ``load`` (which comes back as it was given).
+    against ``load`` (which comes back as it was given). With ``hop_choice`` the candidates
+    are built hop by hop against ``load`` instead (:func:`_least_loaded_paths`).
     """
     mode, n_gpus, tiers, k = params[0], params[1], params[2], params[3]
     rail, gps, gpus_per_leaf, downlinks = params[4] != 0, params[5], params[6], params[7]
@@ -155,6 +159,11 @@ def _route_flows(
                     tiers, geometry, seeds)  # fmt: skip
         return 0, indptr, indices
     n_cand = candidate_counts_jit(src, dst, key, candidates)
+    if hop_choice:
+        indices = _least_loaded_paths(
+            src, dst, key, a, b, h, indptr, n_cand, n_gpus, k, geometry, seeds, load, cap, weight
+        )
+        return 0, indptr, indices
     K = max(n_cand.max(), 1) if F else 1
     n = indptr[F]
     every = np.empty(K * n, np.int64)
@@ -223,6 +232,81 @@ def _fill_paths(
             col = col * k + p
 
 
+@cached_jit
+def _least_loaded_paths(
+    src: IntArray,
+    dst: IntArray,
+    key: IntArray,
+    a: IntArray,
+    b: IntArray,
+    h: IntArray,
+    indptr: IntArray,
+    n_cand: IntArray,
+    n_gpus: int,
+    k: int,
+    geometry: IntArray,
+    seeds: NDArray[np.uint64],
+    load: NDArray[np.float64],
+    cap: NDArray[np.float64],
+    weight: NDArray[np.float64],
+) -> IntArray:  # pragma: no cover - compiled
+    """Probing with candidates built hop by hop, flow by flow in order: candidate ``c`` of a
+    flow with ``n`` candidates takes, at every tier, the up-port of least load among the
+    ECMP hashes with the tier seed moved by ``c, ..., c + n - 1`` times
+    :data:`~lumoscore.fabric.routing.CANDIDATE_STEP` (the first such port on ties); the flow
+    keeps the first candidate whose bottleneck ``min cap / max(load, 1)`` is largest and
+    counts ``weight[i]`` flows on its links for the later flows. ``load`` comes back as it
+    was given. With one candidate this is the ECMP path."""
+    w, span, ports = geometry[0], geometry[1], geometry[2]
+    off_up, off_down = geometry[3], geometry[4]
+    F = src.size
+    out = np.empty(indptr[F], np.int64)
+    most = 2
+    for i in range(F):
+        most = max(most, indptr[i + 1] - indptr[i])
+    path = np.empty(most, np.int64)
+    for i in range(F):
+        hi, n, base = h[i], n_cand[i], indptr[i]
+        L = 2 * hi
+        best_score = -1.0
+        for c in range(n):
+            path[0] = src[i]
+            path[L - 1] = n_gpus + dst[i]
+            col = 0
+            for s in range(1, hi):
+                P = ports[s]
+                sw_src = (a[i] // span[s]) * w[s] + col
+                sw_dst = (b[i] // span[s]) * w[s] + col
+                p_best = np.int64(0)
+                l_best = np.inf
+                for t in range(n):
+                    seed = (seeds[s - 1] + np.uint64(c + t) * _CANDIDATE_STEP) & np.uint64(
+                        0xFFFFFFFF
+                    )
+                    p = np.int64(flow_hash_jit(src[i], dst[i], key[i], seed) % np.uint64(P))
+                    v = load[off_up[s] + sw_src * P + p]
+                    if v < l_best:
+                        l_best, p_best = v, p
+                path[s] = off_up[s] + sw_src * P + p_best
+                path[L - 1 - s] = off_down[s] + sw_dst * P + p_best
+                col = col * k + p_best
+            score = np.inf
+            for q in range(L):
+                v = cap[path[q]] / max(load[path[q]], 1.0)
+                if v < score:
+                    score = v
+            if score > best_score:
+                best_score = score
+                for q in range(L):
+                    out[base + q] = path[q]
+        for q in range(base, base + L):
+            load[out[q]] += weight[i]
+    for i in range(F):
+        for q in range(indptr[i], indptr[i + 1]):
+            load[out[q]] -= weight[i]
+    return out
+
+
 # (the kernel's copy of the probing constant of lumoscore.fabric.routing)
 _CANDIDATE_STEP = np.uint64(CANDIDATE_STEP)
 
@@ -258,6 +342,9 @@ class ClosFabric(Fabric):
         ``probing`` only: candidate paths per flow (>= 1); a fractional part ``f`` gives a
         flow one more candidate with probability ``f`` (default
         :data:`~lumoscore.fabric.routing.PROBE_CANDIDATES`).
+    probe_hash : str
+        ``probing`` only: how the candidates are drawn, one of :data:`PROBE_HASHES`
+        (default ``murmur``).
     name : str, optional
         Fabric name (default ``clos-<n>tier-r<R>``).
 
@@ -625,6 +712,7 @@ class ClosFabric(Fabric):
             weight,
             self.probe_candidates,
             self.probe_hash == "sum",
+            self.probe_hash == "least-loaded",
         )
         if status:
             self._check_endpoints(src, dst)  # raises, naming the bad ids
