@@ -237,3 +237,36 @@ def test_bad_parameters_name_themselves():
         a.allocate(0, 2)
     with pytest.raises(PreconditionError, match="holds no allocation"):
         a.release(9)
+
+
+def test_research_refusals_count_as_the_research_scheduler():
+    # Independent recount: a refused attempt counts once until something is allocated or
+    # released, never for want of free GPUs; "gpu" when the idle servers (or, for a job of
+    # at most one server, a server with enough free GPUs) are missing, else "network".
+    alloc = VClosAllocator(16, 8, 4, mode="vclos")
+    r = np.random.default_rng(11)
+    live: list[int] = []
+    want = {"gpu": 0, "network": 0}
+    changes, last = 0, None
+    for jid in range(3000):
+        if live and r.random() < 0.4:
+            alloc.release(live.pop(int(r.integers(len(live)))))
+            changes += 1
+        n = int(r.choice([1, 2, 4, 8, 12, 16, 24, 32, 48, 64]))
+        free = (alloc.gpu_owner < 0).reshape(-1, 4).sum(axis=1)
+        for _ in range(2):  # the second attempt changes nothing: counted at most once
+            got = alloc.allocate(jid, n)
+            if got is not None:
+                live.append(jid)
+                changes += 1
+                break
+            if n <= free.sum() and (jid, changes) != last:
+                ok = (free >= n).any() if n <= 4 else (free == 4).sum() >= -(-n // 4)
+                want["network" if ok else "gpu"] += 1
+            last = (jid, changes)
+    assert alloc.research_refusals == want
+    assert want["gpu"] > 0 and want["network"] > 0
+    d = alloc.describe()
+    assert d["research_refusals_gpu"] + d["research_refusals_network"] < (
+        d["refusals_servers"] + d["refusals_network"]
+    )

@@ -80,6 +80,7 @@ __all__ = [
     "ALLOCATORS",
     "ISOLATING_ALLOCATORS",
     "REFUSAL_CAUSES",
+    "RESEARCH_REFUSAL_CAUSES",
     "SEARCHES",
     "VClosAllocation",
     "VClosAllocator",
@@ -105,6 +106,12 @@ SEARCHES: tuple[str, ...] = ("greedy", "ilp", "greedy+ilp")
 #: (GPU fragmentation, vClos Table 2 "GPU"); ``network`` -- the servers are there but no
 #: virtual Clos can be reserved (network fragmentation, Table 2 "Network").
 REFUSAL_CAUSES: tuple[str, ...] = ("gpus", "servers", "network")
+#: Refusal classes as the vClos research scheduler counts them (its Table 2): ``gpu`` -- a
+#: job of ``n <= T`` GPUs finds no server with ``n`` free GPUs, a larger one fewer than
+#: ``ceil(n / T)`` idle servers in the whole cluster; ``network`` -- every other refusal of a
+#: job the free GPUs could hold. It tries a job again only when something was allocated or
+#: released since its last refused attempt (the head of its FIFO queue at job completions).
+RESEARCH_REFUSAL_CAUSES: tuple[str, ...] = ("gpu", "network")
 #: ``down_rule`` of an allocation: ``lemma`` -- a flow into virtual leaf ``w`` from position
 #: ``i`` enters through ``ports[w, i]`` (Lemma 5.1); ``own`` -- through the destination GPU's
 #: own port (one spine, or one circuit per GPU).
@@ -453,6 +460,10 @@ class VClosAllocator:
     refusals : dict
         Refused allocations per cause (:data:`REFUSAL_CAUSES`); :meth:`describe` also counts
         the jobs refused at least once per cause (``refused_jobs_<cause>``).
+    research_refusals : dict
+        Refused allocations counted and classified as the research scheduler does
+        (:data:`RESEARCH_REFUSAL_CAUSES`): a job refused again before anything was allocated
+        or released is not counted twice, nor is one refused for want of free GPUs.
     stage_counts : list of int
         Allocations per stage.
     search_s : list of float
@@ -507,6 +518,9 @@ class VClosAllocator:
         self.refusals = dict.fromkeys(REFUSAL_CAUSES, 0)
         self._refused_jobs: dict[str, set[int]] = {c: set() for c in REFUSAL_CAUSES}
         self.last_refusal: str | None = None
+        self.research_refusals = dict.fromkeys(RESEARCH_REFUSAL_CAUSES, 0)
+        self._changes = 0  # allocations and releases so far
+        self._last_refused: tuple[int, int] | None = None  # (job, changes) of the last refusal
         self.stage_counts = [0, 0, 0, 0]
         self.rewired_circuits = 0
         self.search_s: list[float] = []
@@ -567,9 +581,22 @@ class VClosAllocator:
             self.last_refusal = cause
             self.refusals[cause] += 1
             self._refused_jobs[cause].add(int(job_id))
+            attempt = (int(job_id), self._changes)
+            if cause != "gpus" and attempt != self._last_refused:
+                self.research_refusals[self._research_cause(int(n))] += 1
+            self._last_refused = attempt
             return None
         self.last_refusal = None
+        self._changes += 1
         return self._commit(job_id, int(n), choice, elapsed)
+
+    def _research_cause(self, n: int) -> str:
+        """The research scheduler's class of a refusal of ``n`` GPUs that the free GPUs
+        could hold (:data:`RESEARCH_REFUSAL_CAUSES`)."""
+        sf = self._server_free()
+        if n <= self.T:
+            return "network" if (sf >= n).any() else "gpu"
+        return "network" if int(np.count_nonzero(sf == self.T)) >= -(-n // self.T) else "gpu"
 
     def _choose(self, n: int) -> tuple[_Choice | None, str]:
         if n > self.free_gpus:
@@ -816,6 +843,7 @@ class VClosAllocator:
         alloc = self.jobs.pop(job_id, None)
         if alloc is None:
             raise PreconditionError(f"job {job_id} holds no allocation")
+        self._changes += 1
         self.gpu_owner[alloc.held] = -1
         if alloc.ports.size:
             self.port_owner[alloc.ports.ravel()] = -1
@@ -853,6 +881,7 @@ class VClosAllocator:
             **{f"refused_jobs_{k}": len(v) for k, v in self._refused_jobs.items()},
             # jobs refused for want of GPUs or of idle servers (vClos Table 2 "GPU")
             "refused_jobs_gpu_side": len(gpu_side),
+            **{f"research_refusals_{k}": int(v) for k, v in self.research_refusals.items()},
             "rewired_circuits": int(self.rewired_circuits),
             "allocation_ms_median": float(np.median(t) * 1e3),
             "allocation_ms_p99": float(np.quantile(t, 0.99) * 1e3),
