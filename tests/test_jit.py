@@ -87,3 +87,19 @@ def test_an_edited_callee_module_changes_the_digest(
         f.write("\n# edited\n")
     source_digest.cache_clear()
     assert source_digest(root / kernels, root) != before
+
+
+def test_is_cached_follows_the_on_disk_cache(tmp_path: Path, monkeypatch) -> None:
+    """A kernel is cached once a process has compiled it; the runner's first-run note
+    (compiling the kernels) keys on it."""
+    from lumoscore.jit import is_cached
+
+    (tmp_path / "tinykernel.py").write_text(
+        "from lumoscore.jit import cached_jit\n\n\n@cached_jit\ndef twice(x):\n    return 2 * x\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("tinykernel")
+    assert not is_cached(mod.twice)
+    assert mod.twice(3) == 6
+    assert is_cached(mod.twice)
+    assert not is_cached(mod.twice.py_func)  # not a compiled function

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 import numba
 
-__all__ = ["cached_jit", "source_digest"]
+__all__ = ["cached_jit", "is_cached", "source_digest"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 #: The package whose modules the digests follow.
@@ -106,3 +106,19 @@ def cached_jit(fn_or_signature: Any = None, /, **options: Any) -> Any:
         return numba.njit(signature, cache=True, **options)(f)
 
     return wrap(fn_or_signature) if callable(fn_or_signature) else wrap
+
+
+def is_cached(dispatcher: Any) -> bool:
+    """Whether Numba's on-disk cache holds compiled code of ``dispatcher`` (a compiled
+    function with ``cache=True``) for some signature, i.e. its cache index exists; a process
+    that calls it then loads instead of compiling (for a signature the cache holds).
+
+    Examples
+    --------
+    >>> import numba
+    >>> is_cached(numba.njit(lambda x: x))  # no on-disk cache at all
+    False
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+    return index is not None and Path(index).is_file()

@@ -49,6 +49,7 @@ from rich.progress import (
 from lumoscore.errors import ConfigError, LumosError
 from lumoscore.experiments.config import RunConfig
 from lumoscore.experiments.store import ResultStore
+from lumoscore.sim.kernels import solo_run_cached
 from lumoscore.sim.results import SimResult
 
 __all__ = ["SweepError", "run_one", "run_sweep", "simulator_options", "worker_pool"]
@@ -480,6 +481,8 @@ def run_sweep(
 
         def on_progress(key: str, done: int, total: int) -> None:
             if key not in in_flight:
+                if not in_flight:  # (compiling is over once a run reports jobs)
+                    bar.update(task, description=title)
                 in_flight[key] = bar.add_task(f"  {keyed[key].label()}", total=total)
             bar.update(in_flight[key], completed=done, total=total)
 
@@ -492,10 +495,11 @@ def run_sweep(
             ctx = _local_results(todo, run_fn, n, None if bar.disable else on_progress)
         with ctx as results, bar:
             stored = len(keyed) - len(todo)
-            task = bar.add_task(
-                f"[bold]runs[/] ({stored} already stored)" if stored else "[bold]runs[/]",
-                total=len(todo),
-            )
+            title = f"[bold]runs[/] ({stored} already stored)" if stored else "[bold]runs[/]"
+            # a local first run compiles the simulator's kernels before any job finishes
+            cold = executor == "local" and not bar.disable and not solo_run_cached()
+            note = " (compiling kernels, first run only)"
+            task = bar.add_task(title + note if cold else title, total=len(todo))
             for key, outcome in results:
                 if isinstance(outcome, BaseException):
                     failed.append((key, outcome))

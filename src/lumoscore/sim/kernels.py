@@ -56,6 +56,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from lumoscore.jit import is_cached
 from lumoscore.sim.borrow import borrowed, kernel
 from lumoscore.sim.heaps import fresh_top, heap_remove, heap_set, open_links, pop_through
 from lumoscore.sim.maxmin import _compact
@@ -79,6 +80,7 @@ __all__ = [
     "rebuild_heap",
     "remaining_at",
     "solo_run",
+    "solo_run_cached",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -1594,6 +1596,13 @@ def fluid_run(
         float(grow), np.bool_(False),
     )  # fmt: skip
     return t, rem, glob, peak, rate, bott, idle
+
+
+def solo_run_cached() -> bool:
+    """Whether the compiled fluid model (:func:`solo_run`, which every simulation calls) is in
+    Numba's on-disk cache: without it, the first simulation of a process compiles it (about
+    20 s on one core), as after installing or upgrading LumosCore."""
+    return is_cached(_run)
 
 
 def solo_run(
