@@ -320,3 +320,19 @@ def test_auto_design_keeps_demand_off_failed_leaf_spine_pairs() -> None:
             if ((cap[a] > 0) & (cap[b] > 0)).any():
                 w = t.split_of(np.array([a]), np.array([b]))[0]
                 assert not w[(cap[a] == 0) | (cap[b] == 0)].any()
+
+
+def test_contention_free_is_max_contention_at_most_one() -> None:
+    """The division-free check agrees with the contention levels it stands for, with and
+    without failed links and over-full leaves (random demand, heuristic and greedy designs)."""
+    spec = ClusterSpec(pods=4, k_leaf=8, k_spine=8, tau=2, gpus_per_server=2)
+    rng = np.random.default_rng(5)
+    seen = set()
+    for _ in range(60):
+        L = random_L(spec, rng, int(rng.integers(2, 12)), float(rng.uniform(0.5, 2.0)))
+        cap = np.full((spec.leaves, spec.ocs_groups), spec.tau, np.int64)
+        cap[rng.random(cap.shape) < 0.2] = 0
+        for t in (heuristic_decomposition(L, spec), design_logical_topology(L, spec, capacity=cap)):
+            assert t.contention_free == (t.max_contention <= 1)
+            seen.add(t.contention_free)
+    assert seen == {True, False}

@@ -559,10 +559,12 @@ class LumosCoreFabric(Fabric):
         if lost.size:
             gone = np.zeros(self.capacity_bps.size - self.off_ocs, bool)
             gone[lost] = True
-            off = self.off_ocs
-            reroute = tuple(
-                sorted(j for j, used in self._job_ocs.items() if gone[used - off].any())
-            )
+            jobs = [(j, used) for j, used in self._job_ocs.items() if used.size]
+            if jobs:  # (one pass over every job's OCS links)
+                sizes = np.array([used.size for _, used in jobs])
+                hit = gone[np.concatenate([used for _, used in jobs]) - self.off_ocs]
+                crossed = np.logical_or.reduceat(hit, np.cumsum(sizes) - sizes)
+                reroute = tuple(sorted(j for (j, _), x in zip(jobs, crossed, strict=True) if x))
         self.stats["rerouted_jobs"] += len(reroute)
         return FabricChange(
             delay_s=delay_s,

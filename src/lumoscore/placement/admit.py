@@ -75,6 +75,7 @@ from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.placement.demand import job_demand, share_paths
+from lumoscore.placement.kernels import row_sums_at
 from lumoscore.placement.policies import EP_SPLIT_TIER, PlacementPolicy, get_policy
 from lumoscore.placement.state import ClusterState, DemandPart, Placement, Refusal
 from lumoscore.toe import StagedPlan, ToeResult, circuit_loss, configure, rewired_circuits
@@ -576,7 +577,7 @@ def _overloaded(L: IntArray, part: DemandPart, limit: int) -> IntArray:
     add = np.bincount(part.rows, weights=part.values, minlength=L.shape[0]).astype(np.int64)
     rows = np.flatnonzero(add)
     over = np.zeros(L.shape[0], bool)
-    over[rows] = L[rows].sum(axis=1) + add[rows] > limit
+    over[rows] = row_sums_at(L, rows) + add[rows] > limit
     return over
 
 

@@ -174,7 +174,7 @@ class PlacementPolicy:
             )
         idle = state.idle
         if avoid_leaves is not None:
-            idle = idle & ~np.asarray(avoid_leaves, bool)[state.leaf_of_gpu(np.arange(spec.gpus))]
+            idle = idle & ~np.asarray(avoid_leaves, bool)[state.gpu_leaves]
         free_gpus = int(np.count_nonzero(idle))
         n = job.gpus // tp
         slot_free = block_all(idle, tp)

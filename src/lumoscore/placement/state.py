@@ -44,6 +44,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -283,6 +284,13 @@ class ClusterState:
         """GPUs of one locality unit below a pod: a leaf, or a rail group when rail-optimized."""
         s = self.spec
         return s.k_leaf * s.gpus_per_server if self.rail_optimized else s.k_leaf
+
+    @cached_property
+    def gpu_leaves(self) -> IntArray:
+        """:meth:`leaf_of_gpu` of every GPU, in GPU order (read-only; computed once)."""
+        leaves = self.leaf_of_gpu(np.arange(self.spec.gpus))
+        leaves.flags.writeable = False
+        return leaves
 
     def leaf_of_gpu(self, gpu: ArrayLike) -> IntArray:
         """Leaf each GPU is cabled to (rail-optimized: the rail leaf of its rail group).

@@ -183,8 +183,14 @@ class LogicalTopology:
 
     @property
     def contention_free(self) -> bool:
-        """Constraints (6) hold and no spine needs more OCS ports than it has."""
-        return self.max_contention <= 1
+        """Constraints (6) hold and no spine needs more OCS ports than it has
+        (``max_contention <= 1``, compared without the divisions)."""
+        cap = np.maximum(self.capacity, 1)
+        return bool(
+            (self.leaf_up <= cap).all()
+            and (self.leaf_down <= cap).all()
+            and (self.spine_row_sums() <= self.k_spine).all()
+        )
 
     def split_of(self, a: Any, b: Any) -> IntArray:
         """``L_abh`` for leaf pairs ``(a[k], b[k])``: an ``(len(a), H)`` array (planned routing:
