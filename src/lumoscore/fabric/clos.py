@@ -81,7 +81,7 @@ __all__ = ["PROBE_HASHES", "ClosFabric"]
 #: tier seeds moved per candidate), ``sum`` (the research simulator's port routing: up-port
 #: ``(c + src + dst) mod P`` at every tier for candidate ``c``) or ``least-loaded`` (the
 #: research simulator's hashed routing: at every tier the least loaded of the flow's
-#: ``murmur`` up-ports of candidates ``c .. c + n - 1``; :func:`_least_loaded_paths`).
+#: ``murmur`` up-ports of candidates ``c .. c + n - 1``; :func:`_route_least_loaded`).
 PROBE_HASHES: tuple[str, ...] = ("murmur", "sum", "least-loaded")
 
 #: Routing policy -> the code the compiled router switches on.
@@ -89,47 +89,22 @@ _MODE_CODE = {"ecmp": 0, "balanced": 1, "source": 2, "probing": 3}
 
 
 @cached_jit
-def _route_flows(
-    src: IntArray,
-    dst: IntArray,
-    key: IntArray,
-    params: IntArray,
-    geometry: IntArray,
-    seeds: NDArray[np.uint64],
-    load: NDArray[np.float64],
-    cap: NDArray[np.float64],
-    weight: NDArray[np.float64],
-    candidates: float,
-    sum_hash: bool,
-    hop_choice: bool,
-) -> tuple[int, IntArray, IntArray]:  # pragma: no cover - compiled
-    """CSR routes of all flows (the module docstring's arithmetic, one flow at a time).
-
-    ``params``: routing code (:data:`_MODE_CODE`), GPUs, tiers, ``k``, rail-optimized (0/1),
-    GPUs per server, GPUs per leaf, leaf GPU ports. ``geometry`` rows (indexed by tier ``s``):
-    switches per block, leaves per block, up-ports per switch, first up link, first down link,
-    switches. Returns ``(status, indptr, indices)``; ``status`` is 1 (and the routes empty)
-    when a flow's GPU id is out of range or both ends share a server.
-
-    ``ecmp`` and ``balanced`` match :mod:`lumoscore.fabric.routing` applied tier by tier over
-    the whole call (``balanced`` counts earlier flows per switch and tier in call order).
-    ``probing`` draws each flow's candidate paths
-    (:func:`~lumoscore.fabric.routing.candidate_counts` of them): candidate ``c`` is the ECMP
-    path with every tier seed moved by ``c`` times
-    :data:`~lumoscore.fabric.routing.CANDIDATE_STEP` (candidate 0 is the ECMP path), or with
-    ``sum_hash`` the up-port ``(c + src + dst) mod P`` at every tier; then
-    :func:`~lumoscore.fabric.routing.choose_paths` keeps the best of each flow's candidates
-    against ``load`` (which comes back as it was given). With ``hop_choice`` the candidates
-    are built hop by hop against ``load`` instead (:func:`_least_loaded_paths`).
-    """
-    mode, n_gpus, tiers, k = params[0], params[1], params[2], params[3]
+def _flow_ends(
+    src: IntArray, dst: IntArray, params: IntArray, geometry: IntArray
+) -> tuple[int, IntArray, IntArray, IntArray, IntArray, IntArray]:  # pragma: no cover - compiled
+    """Per flow: source leaf ``a``, destination leaf ``b``, height ``h`` (the lowest tier
+    whose block holds both), the source's port on its leaf, and the CSR ``indptr`` of the
+    routes (``2 h`` links each); ``status`` 1 (the rest empty) when a flow's GPU id is out of
+    range or both ends share a server. ``params`` and ``geometry``: :func:`_route_flows`."""
+    n_gpus, tiers = params[1], params[2]
     rail, gps, gpus_per_leaf, downlinks = params[4] != 0, params[5], params[6], params[7]
     span = geometry[1]
     F = src.size
+    none = np.zeros(0, np.int64)
     for i in range(F):
         gs, gd = src[i], dst[i]
         if gs < 0 or gd < 0 or gs >= n_gpus or gd >= n_gpus or gs // gps == gd // gps:
-            return 1, np.zeros(1, np.int64), np.zeros(0, np.int64)
+            return 1, none, none, none, none, np.zeros(1, np.int64)
     a = np.empty(F, np.int64)
     b = np.empty(F, np.int64)
     port = np.empty(F, np.int64)
@@ -153,17 +128,53 @@ def _route_flows(
                 hi -= 1
         h[i] = hi
         indptr[i + 1] = indptr[i] + 2 * hi
+    return 0, a, b, h, port, indptr
+
+
+@cached_jit
+def _route_flows(
+    src: IntArray,
+    dst: IntArray,
+    key: IntArray,
+    params: IntArray,
+    geometry: IntArray,
+    seeds: NDArray[np.uint64],
+    load: NDArray[np.float64],
+    cap: NDArray[np.float64],
+    weight: NDArray[np.float64],
+    candidates: float,
+    sum_hash: bool,
+) -> tuple[int, IntArray, IntArray]:  # pragma: no cover - compiled
+    """CSR routes of all flows (the module docstring's arithmetic, one flow at a time).
+
+    ``params``: routing code (:data:`_MODE_CODE`), GPUs, tiers, ``k``, rail-optimized (0/1),
+    GPUs per server, GPUs per leaf, leaf GPU ports. ``geometry`` rows (indexed by tier ``s``):
+    switches per block, leaves per block, up-ports per switch, first up link, first down link,
+    switches. Returns ``(status, indptr, indices)``; ``status`` is 1 (and the routes empty)
+    when a flow's GPU id is out of range or both ends share a server.
+
+    ``ecmp`` and ``balanced`` match :mod:`lumoscore.fabric.routing` applied tier by tier over
+    the whole call (``balanced`` counts earlier flows per switch and tier in call order).
+    ``probing`` draws each flow's candidate paths
+    (:func:`~lumoscore.fabric.routing.candidate_counts` of them): candidate ``c`` is the ECMP
+    path with every tier seed moved by ``c`` times
+    :data:`~lumoscore.fabric.routing.CANDIDATE_STEP` (candidate 0 is the ECMP path), or with
+    ``sum_hash`` the up-port ``(c + src + dst) mod P`` at every tier; then
+    :func:`~lumoscore.fabric.routing.choose_paths` keeps the best of each flow's candidates
+    against ``load`` (which comes back as it was given). Candidates built hop by hop:
+    :func:`_route_least_loaded`.
+    """
+    mode, n_gpus, tiers, k = params[0], params[1], params[2], params[3]
+    status, a, b, h, port, indptr = _flow_ends(src, dst, params, geometry)
+    if status:
+        return status, indptr, a
+    F = src.size
     if mode != 3:
         indices = np.empty(indptr[F], np.int64)
         _fill_paths(mode, np.int64(0), src, dst, key, a, b, h, port, indptr, indices, n_gpus, k,
                     tiers, geometry, seeds)  # fmt: skip
         return 0, indptr, indices
     n_cand = candidate_counts_jit(src, dst, key, candidates)
-    if hop_choice:
-        indices = _least_loaded_paths(
-            src, dst, key, a, b, h, indptr, n_cand, n_gpus, k, geometry, seeds, load, cap, weight
-        )
-        return 0, indptr, indices
     K = max(n_cand.max(), 1) if F else 1
     n = indptr[F]
     every = np.empty(K * n, np.int64)
@@ -230,6 +241,31 @@ def _fill_paths(
             indices[base + s] = off_up[s] + sw_src * P + p
             indices[base + 2 * hi - 1 - s] = off_down[s] + sw_dst * P + p
             col = col * k + p
+
+
+@cached_jit
+def _route_least_loaded(
+    src: IntArray,
+    dst: IntArray,
+    key: IntArray,
+    params: IntArray,
+    geometry: IntArray,
+    seeds: NDArray[np.uint64],
+    load: NDArray[np.float64],
+    cap: NDArray[np.float64],
+    weight: NDArray[np.float64],
+    candidates: float,
+) -> tuple[int, IntArray, IntArray]:  # pragma: no cover - compiled
+    """:func:`_route_flows` for ``probing`` with ``probe_hash="least-loaded"``: the
+    candidates are built hop by hop against ``load`` (:func:`_least_loaded_paths`); a kernel
+    of its own, compiled only when a fabric uses it."""
+    status, a, b, h, _, indptr = _flow_ends(src, dst, params, geometry)
+    if status:
+        return status, indptr, a
+    n_cand = candidate_counts_jit(src, dst, key, candidates)
+    indices = _least_loaded_paths(src, dst, key, a, b, h, indptr, n_cand, params[1], params[3],
+                                  geometry, seeds, load, cap, weight)  # fmt: skip
+    return 0, indptr, indices
 
 
 @cached_jit
@@ -700,20 +736,12 @@ class ClosFabric(Fabric):
         weight: NDArray[np.float64],
     ) -> tuple[IntArray, IntArray]:
         """CSR routes from the compiled router (contiguous int64 endpoints and keys)."""
-        status, indptr, indices = _route_flows(
-            src,
-            dst,
-            flow_key,
-            self._params,
-            self._geometry,
-            self._seed_array,
-            load,
-            self.capacity_bps,
-            weight,
-            self.probe_candidates,
-            self.probe_hash == "sum",
-            self.probe_hash == "least-loaded",
-        )
+        args = (src, dst, flow_key, self._params, self._geometry, self._seed_array, load,
+                self.capacity_bps, weight, self.probe_candidates)  # fmt: skip
+        if self.routing == "probing" and self.probe_hash == "least-loaded":
+            status, indptr, indices = _route_least_loaded(*args)
+        else:
+            status, indptr, indices = _route_flows(*args, self.probe_hash == "sum")
         if status:
             self._check_endpoints(src, dst)  # raises, naming the bad ids
         return indptr, indices
