@@ -5,7 +5,8 @@ Growing the cluster with the same trace leaves it nearly idle; here the job coun
 the cluster (``1000 * GPUs / 4096`` jobs) and the arrival rate is set so that the workload
 level (LumosCore Eq. 9, expected over the preset's draws) stays the 4096-GPU default's. Each
 run is one process (research exposure, exact max-min rates, seed 1) and reports its wall
-time (the simulation alone), its peak memory (max RSS), the mean JCT, and the time spent
+time (the simulation alone) and its ratio to Best's at the same size (``x Best``, when Best
+runs), its peak memory (max RSS), the mean JCT, and the time spent
 placing and admitting jobs (the run's placer's ``place``, attempts included, and the
 fabric's ``admit``), per admission. Sizes a preset cannot build are skipped (a LumosCore
 cluster is a whole number of pods and at most the chip's reach: 65k GPUs at tau 2, 131k at
@@ -101,7 +102,7 @@ def main() -> None:
         ap.error(f"unknown presets {bad} (allowed: {', '.join(PRESETS)}) or sizes below 4096")
     print(f"{TRACE}, {BASE_JOBS} jobs per {BASE_GPUS} GPUs at the level of beta "
           f"{BASE_BETA_S:.0f} s on {BASE_GPUS}; research exposure, seed 1")  # fmt: skip
-    print(f"{'architecture':<24}{'GPUs':>8}{'jobs':>7}{'wall s':>9}{'peak MiB':>10}"
+    print(f"{'architecture':<24}{'GPUs':>8}{'jobs':>7}{'wall s':>9}{'x Best':>8}{'peak MiB':>10}"
           f"{'admit ms':>10}{'mean JCT s':>13}")  # fmt: skip
     figures: dict[str, float | str] = {}
     targets: dict[str, float] = {}
@@ -120,7 +121,9 @@ def main() -> None:
                 print(f"{arch:<24}{gpus:>8}{jobs:>7}  {why[:70]}")
                 figures[f"{key}_wall_s"] = f">{args.timeout:.0f}" if "timeout" in r else "error"
                 continue
-            print(f"{arch:<24}{gpus:>8}{jobs:>7}{r['wall_s']:>9.1f}{r['peak_mib']:>10.0f}"
+            base = dict(walls.get("best", [])).get(gpus)  # (Best runs first at each size)
+            ratio = f"{r['wall_s'] / base:.2f}" if base and arch != "best" else "-"
+            print(f"{arch:<24}{gpus:>8}{jobs:>7}{r['wall_s']:>9.1f}{ratio:>8}{r['peak_mib']:>10.0f}"
                   f"{r['admit_ms']:>10.2f}{r['mean_jct_s']:>13,.0f}")  # fmt: skip
             figures[f"{key}_wall_s"] = round(r["wall_s"], 2)
             figures[f"{key}_peak_mib"] = round(r["peak_mib"], 1)
