@@ -70,6 +70,7 @@ from lumoscore.fabric.routing import (
     candidate_counts_jit,
     check_candidates,
     choose_paths,
+    path_score,
     probe_inputs,
 )
 from lumoscore.hardware.sizing import clos_max_gpus
@@ -166,8 +167,8 @@ def _route_flows(
     """
     mode, n_gpus, tiers, k = params[0], params[1], params[2], params[3]
     status, a, b, h, port, indptr = _flow_ends(src, dst, params, geometry)
-    if status:
-        return status, indptr, a
+    if status:  # (the routes empty)
+        return status, indptr, np.zeros(0, np.int64)
     F = src.size
     if mode != 3:
         indices = np.empty(indptr[F], np.int64)
@@ -260,8 +261,8 @@ def _route_least_loaded(
     candidates are built hop by hop against ``load`` (:func:`_least_loaded_paths`); a kernel
     of its own, compiled only when a fabric uses it."""
     status, a, b, h, _, indptr = _flow_ends(src, dst, params, geometry)
-    if status:
-        return status, indptr, a
+    if status:  # (the routes empty)
+        return status, indptr, np.zeros(0, np.int64)
     n_cand = candidate_counts_jit(src, dst, key, candidates)
     indices = _least_loaded_paths(src, dst, key, a, b, h, indptr, n_cand, params[1], params[3],
                                   geometry, seeds, load, cap, weight)  # fmt: skip
@@ -326,11 +327,7 @@ def _least_loaded_paths(
                 path[s] = off_up[s] + sw_src * P + p_best
                 path[L - 1 - s] = off_down[s] + sw_dst * P + p_best
                 col = col * k + p_best
-            score = np.inf
-            for q in range(L):
-                v = cap[path[q]] / max(load[path[q]], 1.0)
-                if v < score:
-                    score = v
+            score = path_score(path, 0, L, load, cap)
             if score > best_score:
                 best_score = score
                 for q in range(L):

@@ -70,6 +70,7 @@ __all__ = [
     "check_candidates",
     "choose_paths",
     "ecmp_ports",
+    "path_score",
     "probe_inputs",
     "rank_within_groups",
 ]
@@ -281,6 +282,20 @@ def probe_inputs(
     return load, weight
 
 
+@cached_jit(inline="always")
+def path_score(
+    links: IntArray, lo: int, hi: int, load: NDArray[np.float64], cap: NDArray[np.float64]
+) -> float:  # pragma: no cover - compiled
+    """The probing score of the path ``links[lo:hi]``: its bottleneck
+    ``min cap[l] / max(load[l], 1)`` (the research simulator's path score)."""
+    score = np.inf
+    for q in range(lo, hi):
+        v = cap[links[q]] / max(load[links[q]], 1.0)
+        if v < score:
+            score = v
+    return score
+
+
 @cached_jit
 def choose_paths(
     indptrs: IntArray,
@@ -305,12 +320,7 @@ def choose_paths(
         best, best_score = 0, -1.0
         for c in range(min(n_cand[i], indptrs.shape[0])):
             lo = offsets[c] + indptrs[c, i]
-            hi = offsets[c] + indptrs[c, i + 1]
-            score = np.inf
-            for q in range(lo, hi):
-                v = cap[indices[q]] / max(load[indices[q]], 1.0)
-                if v < score:
-                    score = v
+            score = path_score(indices, lo, offsets[c] + indptrs[c, i + 1], load, cap)
             if score > best_score:
                 best, best_score = c, score
         pick[i] = best

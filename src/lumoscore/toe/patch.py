@@ -150,8 +150,7 @@ def patch_circuits(
 def _merged(cur: IntArray, keep: NDArray[np.bool_], added: IntArray) -> IntArray:
     """The kept rows of ``cur`` with the rows of ``added`` (sorted by group) each placed
     after the kept rows of its group and before those of the next (``cur`` sorted by
-    group). Rows are copied entry by entry (a row assignment makes two array views, which
-    costs ten times the copy)."""
+    group)."""
     n_keep = 0
     for r in range(cur.shape[0]):
         if keep[r]:
@@ -163,19 +162,24 @@ def _merged(cur: IntArray, keep: NDArray[np.bool_], added: IntArray) -> IntArray
         if not keep[r]:
             continue
         while a < added.shape[0] and added[a, 0] < cur[r, 0]:
-            for c in range(6):
-                out[o, c] = added[a, c]
+            _copy_circuit(out, o, added, a)
             o += 1
             a += 1
-        for c in range(6):
-            out[o, c] = cur[r, c]
+        _copy_circuit(out, o, cur, r)
         o += 1
     while a < added.shape[0]:
-        for c in range(6):
-            out[o, c] = added[a, c]
+        _copy_circuit(out, o, added, a)
         o += 1
         a += 1
     return out
+
+
+@cached_jit(inline="always")
+def _copy_circuit(out: IntArray, o: int, src: IntArray, r: int) -> None:  # pragma: no cover
+    """``out[o] = src[r]`` for circuit rows (6 entries), entry by entry: a row assignment
+    makes two array views, which costs ten times the copy."""
+    for c in range(6):
+        out[o, c] = src[r, c]
 
 
 @cached_jit
