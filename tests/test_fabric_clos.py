@@ -538,3 +538,47 @@ def test_compiled_router_matches_tier_by_tier_reference(
     indptr, indices = tier_by_tier_routes(fab, src, dst, key, load)
     assert np.array_equal(got.indptr, indptr)
     assert np.array_equal(got.indices, indices)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    tiers=st.sampled_from([2, 3, 4]),
+    candidates=st.sampled_from([1.0, 1.0 + 2.0 / 7.0, 3.0, 4.0]),
+    probe_hash=st.sampled_from(["murmur", "sum"]),
+)
+def test_probing_reads_no_load_off_its_probed_links(
+    seed: int, tiers: int, candidates: float, probe_hash: str
+) -> None:
+    """``probed_links`` is what whole-path probing reads: any load off those links leaves
+    every route as it was, and a flow whose route could change (more than one candidate)
+    takes links among them."""
+    rng = np.random.default_rng(seed)
+    G = min(128, clos_max_gpus(8, tiers))
+    fab = ClosFabric(G, 400, 8, tiers, gpus_per_server=2, routing="probing",
+                     probe_candidates=candidates, probe_hash=probe_hash)  # fmt: skip
+    F = int(rng.integers(1, 25))
+    src = rng.integers(0, G, F)
+    dst = (src + 2 * rng.integers(1, G // 2, F)) % G  # (never the same server)
+    key = rng.integers(0, 2**40, F)
+    read = fab.probed_links(src, dst, key)
+    assert read is not None and np.array_equal(read, np.unique(read))
+    load = rng.integers(0, 4, fab.n_links).astype(float)
+    base = fab.routes(src, dst, key, link_load=load.copy())
+    off = np.ones(fab.n_links, dtype=bool)
+    off[read] = False
+    load[off] += rng.integers(0, 50, int(off.sum()))
+    moved = fab.routes(src, dst, key, link_load=load)
+    assert np.array_equal(base.indptr, moved.indptr)
+    assert np.array_equal(base.indices, moved.indices)
+    n_cand = _candidate_counts(fab, src, dst, key)
+    for i in np.flatnonzero(n_cand > 1):
+        assert np.isin(base.links_of(i), read).all()
+
+
+def test_probed_links_is_none_where_any_link_may_be_read() -> None:
+    kw = {"gpus_per_server": 2, "probe_candidates": 2.0}
+    s, d, k = np.array([0]), np.array([9]), np.array([0])
+    assert ClosFabric(64, 400, 8, 3, routing="ecmp", **kw).probed_links(s, d, k) is None
+    hop = ClosFabric(64, 400, 8, 3, routing="probing", probe_hash="least-loaded", **kw)
+    assert hop.probed_links(s, d, k) is None

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers_sim import job
+from lumoscore.fabric import Fabric, Routes, geometry_spec
 from lumoscore.fabric.clos import ClosFabric
 from lumoscore.sim.engine import Simulator
 from lumoscore.sim.link_failures import LinkFailureModel
@@ -31,12 +32,15 @@ def trace() -> list:
 
 
 def test_one_candidate_reproduces_ecmp_round_by_round() -> None:
-    """With one candidate probing routes every round exactly as ECMP: the same run, although
-    it runs every job round by round (no isolated timelines, no claims ahead)."""
+    """With one candidate probing routes every round exactly as ECMP: the same run, with the
+    same jobs on isolated timelines (a flow with one candidate reads no load, so no round's
+    routing demotes a job), although its rounds are not claimed ahead."""
     jobs = trace()
     ecmp = Simulator(clos("ecmp"), jobs).run().jobs
     probing = Simulator(clos("probing", 1.0), jobs).run()
-    assert probing.stats["materialized"] == 0 and not probing.jobs["isolated"].any()
+    assert probing.stats["reserved_rounds"] == 0
+    assert probing.jobs["isolated"].any()
+    assert np.array_equal(probing.jobs["isolated"], ecmp["isolated"])
     np.testing.assert_allclose(probing.jobs["finish_s"], ecmp["finish_s"], rtol=1e-9)
 
 
@@ -190,9 +194,110 @@ def test_rounds_on_unloaded_links_start_on_their_plan(
     fast, n_fast, _ = run()
     monkeypatch.setattr(ClosFabric, "keeps_idle_routes", False)
     full, n_full, moved = run()
-    pd.testing.assert_frame_equal(fast, full)
+    # (while idle routes hold, jobs alone on their links run on their timelines)
+    assert not full["isolated"].any() and (failures or fast["isolated"].any())
+    pd.testing.assert_frame_equal(
+        fast.drop(columns="isolated"), full.drop(columns="isolated"), rtol=1e-9
+    )
     assert moved > 0  # some rounds do move: the runs compare routing that matters
     if failures:
         assert n_fast > 0.5 * n_full
     else:
         assert n_fast < 0.5 * n_full
+
+
+@pytest.mark.parametrize("probe_hash", ["murmur", "least-loaded"])
+def test_isolated_timelines_equal_round_by_round(probe_hash: str) -> None:
+    """Jobs alone on their links run on their precomputed timelines until a round routed
+    against the load may read one of their links (then they go round by round, their
+    rounds counted in flight): the same times as simulating every job round by round."""
+    jobs = generate_trace("lumoscore-paper", 60, seed=3, cluster_gpus=256, beta_s=20).jobs
+    fab = ClosFabric(
+        256, 1600, radix=16, tiers=3, gpus_per_server=8, routing="probing",
+        probe_candidates=3.0, probe_hash=probe_hash,
+    )  # fmt: skip
+    fast = Simulator(fab, jobs).run()
+    slow = Simulator(fab, jobs, isolation=False).run()
+    assert fast.jobs["isolated"].any() and not slow.jobs["isolated"].any()
+    assert fast.stats["materialized"] > 0  # some were demoted on the way
+    assert fast.stats["events"] < 0.8 * slow.stats["events"]
+    for col in ("start_s", "finish_s", "jrt_s", "contention_level"):
+        np.testing.assert_allclose(fast.jobs[col], slow.jobs[col], rtol=1e-9, atol=1e-6)
+
+
+class ChoiceFabric(Fabric):
+    """Six servers of 8 GPUs in three pairs, NICs plus two core links ``A`` and ``B``: a flow
+    between the servers of a pair crosses one core link, the least loaded of its candidates
+    by the flows in flight (the first on ties). Pair 0 has ``[A]``, pair 1 ``[B]``, pair 2
+    ``[B, A]``."""
+
+    routing = "probing"
+    name = "choice"
+
+    def __init__(self) -> None:
+        self.spec = geometry_spec(48, 16, 8, 100.0)
+        self.capacity_bps = np.full(2 * 48 + 2, 100e9)
+        A, B = 96, 97
+        self.candidates = {0: [A], 1: [B], 2: [B, A]}
+
+    @property
+    def keeps_idle_routes(self) -> bool:
+        return True
+
+    def probed_links(self, src, dst, flow_key):
+        read = [c for s in np.asarray(src) // 16 for c in self.candidates[s] if s == 2]
+        return np.unique(np.array(read, dtype=np.int64))
+
+    def routes(self, src, dst, flow_key, *, job_id=0, link_load=None, flow_weight=None):
+        src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+        self._check_endpoints(src, dst)
+        load = np.zeros(self.n_links) if link_load is None else link_load
+        rows = []
+        for i in range(src.size):
+            if src[i] // 8 == dst[i] // 8:
+                rows.append([src[i], 48 + dst[i]])
+                continue
+            cands = self.candidates[int(src[i]) // 16]
+            core = min(cands, key=lambda c: load[c])  # (the first of the least loaded)
+            rows.append([src[i], core, 48 + dst[i]])
+        indptr = np.cumsum([0] + [len(r) for r in rows]).astype(np.int64)
+        return Routes(indptr, np.array([x for r in rows for x in r], dtype=np.int64))
+
+
+def test_a_round_routed_against_the_load_counts_isolated_jobs_it_may_read() -> None:
+    """Job X (pair 0) is alone on core link A; W (pair 1) and Y (pair 2) both plan on B. A
+    round of Y that starts while W sends on B is routed again and reads A: X's round in
+    flight there must count (X goes round by round first), or Y would take A as if it were
+    idle. Checked against simulating every job round by round."""
+    jobs = [job(0, 0.0, 16, iterations=30), job(1, 0.37, 16, iterations=30),
+            job(2, 0.81, 16, iterations=30)]  # fmt: skip
+    fast = Simulator(ChoiceFabric(), jobs).run()
+    slow = Simulator(ChoiceFabric(), jobs, isolation=False).run()
+    assert fast.jobs["isolated"].tolist() == [True, True, False]  # (W until Y comes)
+    assert fast.stats["materialized"] >= 1
+    for col in ("start_s", "finish_s", "jrt_s", "contention_level"):
+        np.testing.assert_allclose(fast.jobs[col], slow.jobs[col], rtol=1e-9, atol=1e-6)
+
+
+def test_a_capacity_change_ends_every_isolated_timeline() -> None:
+    """Plans were routed at the old capacities: after a change every round is routed again,
+    so a job on its timeline goes round by round, even one whose links did not change."""
+    from lumoscore.fabric.base import FabricChange
+    from lumoscore.sim.changes import FabricChanges
+    from lumoscore.sim.state import JobRun
+
+    fab = ChoiceFabric()
+    j = job(0, 0.0, 16, iterations=30)
+    st = RunState.new(fab, [j], eps=0.0, isolation=True)
+    model = RoundModel(st, reserve=True)
+    gpus = np.arange(16)
+    plan = build_plan(j, gpus, fab)
+    assert model.occupy(plan, 0.0) and model.isolated_on is not None
+    assert (model.isolated_on[plan.links] == 0).all()
+    run = JobRun(j, gpus, plan, 0.0, isolated=True)
+    st.running[0] = run
+    model.begin(run, 0.0)
+    change = FabricChange(links=np.array([97]), capacity_bps=np.array([50e9]))  # B, not X's
+    FabricChanges(st, model).apply(change, 1.0)
+    assert not run.isolated and not model.idle_routes_hold
+    assert (model.isolated_on == -1).all() and st.stats["materialized"] == 1

@@ -258,6 +258,21 @@ class Fabric(ABC):
         keeps them, such as :func:`~lumoscore.fabric.routing.choose_paths` on ClosFabric."""
         return False
 
+    def probed_links(self, src: IntArray, dst: IntArray, flow_key: IntArray) -> IntArray | None:
+        """The links whose load the load-aware routing of these flows may read (sorted, each
+        once; a superset is fine), or None when it may read any link. The simulator runs a
+        job on its precomputed timeline, without its rounds' flows counted in flight, only
+        until a round routed against the load may read one of its links.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from lumoscore.fabric import BestFabric
+        >>> BestFabric(gpus=16).probed_links(np.array([0]), np.array([9]), np.array([0])) is None
+        True
+        """
+        return None
+
     @property
     def gpus(self) -> int:
         """GPUs attached to the fabric."""

@@ -176,6 +176,39 @@ def _route_flows(
                     tiers, geometry, seeds)  # fmt: skip
         return 0, indptr, indices
     n_cand = candidate_counts_jit(src, dst, key, candidates)
+    every = _candidate_paths(src, dst, key, a, b, h, port, indptr, n_cand, n_gpus, k, tiers,
+                             geometry, seeds, sum_hash)  # fmt: skip
+    K, n = (max(n_cand.max(), 1) if F else 1), indptr[F]
+    indptrs = np.empty((K, F + 1), np.int64)
+    for c in range(K):
+        indptrs[c] = indptr
+    offsets = np.arange(K + 1) * n
+    ptr, chosen = choose_paths(indptrs, every, offsets, n_cand, load, cap, weight)
+    return 0, ptr, chosen
+
+
+@cached_jit
+def _candidate_paths(
+    src: IntArray,
+    dst: IntArray,
+    key: IntArray,
+    a: IntArray,
+    b: IntArray,
+    h: IntArray,
+    port: IntArray,
+    indptr: IntArray,
+    n_cand: IntArray,
+    n_gpus: int,
+    k: int,
+    tiers: int,
+    geometry: IntArray,
+    seeds: NDArray[np.uint64],
+    sum_hash: bool,
+) -> IntArray:  # pragma: no cover - compiled
+    """The probing candidates of every flow, ``K = max(n_cand)`` CSR paths over the same
+    ``indptr``, one after the other: candidate ``c`` of all flows is
+    ``[c * n, (c + 1) * n)`` with ``n = indptr[-1]`` (see :func:`_route_flows`)."""
+    F = src.size
     K = max(n_cand.max(), 1) if F else 1
     n = indptr[F]
     every = np.empty(K * n, np.int64)
@@ -183,12 +216,40 @@ def _route_flows(
         moved = (seeds + np.uint64(c) * _CANDIDATE_STEP) & np.uint64(0xFFFFFFFF)
         _fill_paths(4 if sum_hash else 0, c, src, dst, key, a, b, h, port, indptr,
                     every[c * n : (c + 1) * n], n_gpus, k, tiers, geometry, moved)  # fmt: skip
-    indptrs = np.empty((K, F + 1), np.int64)
-    for c in range(K):
-        indptrs[c] = indptr
-    offsets = np.arange(K + 1) * n
-    ptr, chosen = choose_paths(indptrs, every, offsets, n_cand, load, cap, weight)
-    return 0, ptr, chosen
+    return every
+
+
+@cached_jit
+def _probed_links(
+    src: IntArray,
+    dst: IntArray,
+    key: IntArray,
+    params: IntArray,
+    geometry: IntArray,
+    seeds: NDArray[np.uint64],
+    candidates: float,
+    sum_hash: bool,
+) -> tuple[int, IntArray]:  # pragma: no cover - compiled
+    """``(status, links)``: the links whose load whole-path probing reads for these flows,
+    sorted, each once: every link of the candidates of the flows with more than one
+    (a flow with one candidate takes it whatever the load). ``status`` as
+    :func:`_route_flows`'s."""
+    status, a, b, h, port, indptr = _flow_ends(src, dst, params, geometry)
+    if status:
+        return status, np.zeros(0, np.int64)
+    n_cand = candidate_counts_jit(src, dst, key, candidates)
+    every = _candidate_paths(src, dst, key, a, b, h, port, indptr, n_cand, params[1],
+                             params[3], params[2], geometry, seeds, sum_hash)  # fmt: skip
+    n = indptr[src.size]
+    read = np.empty(every.size, np.int64)
+    m = 0
+    for i in range(src.size):
+        if n_cand[i] > 1:
+            for c in range(n_cand[i]):
+                for q in range(c * n + indptr[i], c * n + indptr[i + 1]):
+                    read[m] = every[q]
+                    m += 1
+    return 0, np.unique(read[:m])
 
 
 @cached_jit
@@ -723,6 +784,38 @@ class ClosFabric(Fabric):
         Not while links are dead: a flow whose first choice crosses one is hashed again,
         and load elsewhere can change that first choice."""
         return self.dead_links is None or not bool(self.dead_links.any())
+
+    def probed_links(self, src: IntArray, dst: IntArray, flow_key: IntArray) -> IntArray | None:
+        """Whole-path probing (``probe_hash`` ``"murmur"`` or ``"sum"``): every link of the
+        candidate paths of the flows that have more than one (their routes are chosen by
+        load), sorted, each once. None for the other routings and for candidates built hop
+        by hop (which hop they try depends on the load) or while links are dead (a re-hash
+        may try any path). ``src``, ``dst``, ``flow_key`` as a round plan keeps them.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> fab = ClosFabric(256, 1600, radix=16, tiers=3, gpus_per_server=8, routing="probing",
+        ...                  probe_candidates=2)
+        >>> s, d, k = np.array([0]), np.array([200]), np.array([0])
+        >>> read = fab.probed_links(s, d, k)
+        >>> bool(np.isin(fab.routes(s, d, k).indices, read).all()), read.size > 6
+        (True, True)
+        """
+        dead = self.dead_links
+        if (
+            self.routing != "probing"
+            or self.probe_hash == "least-loaded"
+            or (dead is not None and dead.any())
+        ):
+            return None
+        status, links = _probed_links(
+            src, dst, flow_key, self._params, self._geometry, self._seed_array,
+            self.probe_candidates, self.probe_hash == "sum",
+        )  # fmt: skip
+        if status:
+            self._check_endpoints(src, dst)  # raises, naming the bad ids
+        return links
 
     def _compiled_routes(
         self,

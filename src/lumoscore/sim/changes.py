@@ -80,6 +80,8 @@ class FabricChanges:
         crossed = model.crosses_running(change.links)
         if crossed:
             model.demote_isolated(now)
+            if model.idle_routes_hold:  # (from now on every round is routed again)
+                model.demote_all(now)
             model.solo_to_fluid(now)
         model.fluid.attach(change.links)
         s.fabric.apply(change)

@@ -16,7 +16,9 @@ Two execution modes keep it fast while staying exact:
 
 When a starting job shares links with an isolated one, the isolated job is switched to
 contending at its exact current position (iteration, round, phase and the bits its flows still
-have to send), so the result is the same as simulating everything round by round.
+have to send), so the result is the same as simulating everything round by round. With
+load-aware routing (probing) it also switches when a round routed against the flows in flight
+may read one of its links (:mod:`lumoscore.sim.rounds`).
 
 Contending jobs get the same treatment per round: a round whose links carry no other flows in
 flight runs on its precomputed solo timeline (one event, no rate computation); only when a

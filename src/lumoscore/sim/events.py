@@ -18,9 +18,9 @@ Examples
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Hashable, Iterator
+from heapq import heappop, heappush
 from typing import Any, NamedTuple
 
 from lumoscore.errors import PreconditionError
@@ -39,6 +39,11 @@ class Event(NamedTuple):
     kind: str
     key: Hashable | None = None
     data: Any = None
+
+
+# builds an Event from a tuple of all its fields, without the named tuple's Python-level
+# ``__new__`` (a run makes one per round)
+_event = tuple.__new__
 
 
 class EventQueue:
@@ -72,18 +77,20 @@ class EventQueue:
         priority: int = 0,
     ) -> Event:
         """Add an event; with ``key``, replace the pending event of that key (if any)."""
-        if not (time_s >= self.now_s and not math.isnan(time_s)):
+        if not time_s >= self.now_s:  # (False for NaN too)
             raise PreconditionError(
                 f"cannot schedule {kind!r} at t={time_s!r}: the clock is at {self.now_s!r}"
             )
-        ev = Event(float(time_s), priority, self._seq, kind, key, data)
-        self._seq += 1
+        seq = self._seq
+        self._seq = seq + 1
+        ev = _event(Event, (float(time_s), priority, seq, kind, key, data))
         if key is not None:
-            if key in self._latest:
+            latest = self._latest
+            if key in latest:
                 self._live -= 1
-            self._latest[key] = ev.seq
+            latest[key] = seq
         self._live += 1
-        heapq.heappush(self._heap, ev)
+        heappush(self._heap, ev)
         return ev
 
     def cancel(self, key: Hashable) -> bool:
@@ -97,13 +104,15 @@ class EventQueue:
         """Whether an event with ``key`` is pending."""
         return key in self._latest
 
-    def _stale(self, ev: Event) -> bool:
-        return ev.key is not None and self._latest.get(ev.key) != ev.seq
-
     def _skip_stale(self) -> None:
-        heap = self._heap
-        while heap and self._stale(heap[0]):
-            heapq.heappop(heap)
+        """Drop superseded and cancelled events from the top of the heap."""
+        heap, latest = self._heap, self._latest
+        while heap:
+            top = heap[0]
+            key = top[4]  # (by position: the named fields cost an attribute lookup each)
+            if key is None or latest.get(key) == top[2]:
+                return
+            heappop(heap)
 
     def peek(self) -> Event | None:
         """The next event without removing it (``None`` when empty)."""
@@ -120,11 +129,12 @@ class EventQueue:
         self._skip_stale()
         if not self._heap:
             raise IndexError("pop from an empty EventQueue")
-        ev = heapq.heappop(self._heap)
-        if ev.key is not None:
-            del self._latest[ev.key]
+        ev = heappop(self._heap)
+        key = ev[4]
+        if key is not None:
+            del self._latest[key]
         self._live -= 1
-        self.now_s = ev.time_s
+        self.now_s = ev[0]
         return ev
 
     def drain(self, until_s: float = math.inf) -> Iterator[Event]:

@@ -134,6 +134,7 @@ class FluidSet:
         self.job_of: dict[int, int] = {}  # slot -> job id
         self.clock_s = 0.0
         self._buf: FluidState = new_state(0, capacity_bps.size)
+        self._meta = self._buf[META]  # (never reallocated: only per-row arrays grow)
         self._views: FluidState | None = None
         self._args: tuple | None = None  # fluid_advance's arrays (see _kernel_args)
         # the rows crossing each link: a vector per link in one pool (see link_lists)
@@ -526,6 +527,11 @@ class FluidSet:
     def finished_pending(self) -> bool:
         """Whether some job's round has no flow left (waiting for :meth:`pop_finished`)."""
         return self._done
+
+    def busy(self) -> bool:
+        """Whether the set has anything to run or report: ``len(self) > 0`` or
+        :meth:`finished_pending` (asked before every event, hence without ``len``'s sum)."""
+        return self._done or bool(self._groups) or bool(self._meta[M_ALIVE])
 
     def pop_finished(self) -> list[int]:
         """Jobs whose round has no flow left, in slot order; they leave the set."""

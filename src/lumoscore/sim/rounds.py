@@ -14,9 +14,14 @@ advances in time, exactly:
   max-min fair rates; the set runs ahead in compiled code up to the next event
   (:meth:`RoundModel.advance`).
 
-On a fabric whose routing is load-aware (probing) no job is isolated and no round is claimed
-ahead: every round is routed again when its flows start, against the flows in flight then
-(:mod:`lumoscore.sim.probing`), and runs solo or fluid on those routes.
+On a fabric whose routing is load-aware (probing) no round is claimed ahead: a round whose
+planned links carry flows in flight when it starts is routed again against them
+(:mod:`lumoscore.sim.probing`) and runs solo or fluid on those routes. A job alone on its
+links (and with no flow in flight there) still runs isolated while planned routes hold:
+each of its rounds would find its links idle and start on its plan. It goes round by round
+when a round routed against the load may read one of its links
+(:meth:`~lumoscore.fabric.base.Fabric.probed_links`), so that its flows count in flight
+there, and when capacities change (from then on every round is routed again).
 
 When a job or a round must leave its timeline (another job starts on its links, a
 reconfiguration changes their capacities), it moves at its exact position (iteration, round,
@@ -142,12 +147,25 @@ class RoundModel:
         self.in_flight = InFlight(n_links) if self.probing else None
         # (off once capacities change: the plans were routed at the capacities of their time)
         self.idle_routes_hold = self.probing and state.fabric.keeps_idle_routes
+        # load-aware routing: the isolated job on each link, -1 if none (their links are
+        # theirs alone, see occupy)
+        self.isolated_on = np.full(n_links, -1, dtype=np.int64) if self.probing else None
 
     # -- jobs -----------------------------------------------------------------------------
     def occupy(self, plan: JobPlan, now: float) -> bool:
         """Count a starting job on its links; return whether it may run isolated (no other
-        running job on them), demoting the isolated jobs it meets to round by round."""
-        isolated = self.isolation and not self.probing  # (probing: routes change per round)
+        running job on them), demoting the isolated jobs it meets to round by round.
+
+        With load-aware routing a job runs isolated only while its planned routes hold
+        (:attr:`idle_routes_hold`) and no flow is in flight on its links (a round routed
+        again may have left its own plan's links): then every round of it finds its links
+        idle and starts on its plan. It leaves its timeline when another job's plan shares a
+        link with it or when a round routed against the load may read one of its links
+        (:meth:`demote_probed`)."""
+        in_flight = self.in_flight
+        isolated = self.isolation and (
+            in_flight is None or (self.idle_routes_hold and in_flight.idle(plan.links))
+        )
         if not self.s.fabric.isolating:
             users = self.link_users
             links = plan.links
@@ -156,7 +174,30 @@ class RoundModel:
                 isolated = False
                 self._demote_on(shared, now)
             users[links] += 1
+            if isolated and self.isolated_on is not None:
+                self.isolated_on[links] = plan.job_id
         return isolated
+
+    def demote_probed(self, rp: RoundPlan, now: float) -> None:
+        """Before ``rp`` is routed against the flows in flight: the isolated jobs on links
+        that routing may read (:meth:`~lumoscore.fabric.base.Fabric.probed_links`; all of
+        them when it does not say) go round by round, so that their rounds in flight count
+        there. The routes it may choose are among those links, so no isolated job is left
+        on them either."""
+        owner = self.isolated_on
+        if owner is None or rp.endpoints is None:
+            return
+        read = self.s.fabric.probed_links(*rp.endpoints)
+        jobs = owner[owner >= 0] if read is None else owner[read]
+        running = self.s.running
+        for jid in np.unique(jobs[jobs >= 0]).tolist():
+            self.materialize(running[jid], now)
+
+    def demote_all(self, now: float) -> None:
+        """Switch every isolated job to round by round."""
+        for run in list(self.s.running.values()):
+            if run.isolated:
+                self.materialize(run, now)
 
     def crosses_running(self, links: IntArray) -> bool:
         """Whether some running job's routes may cross ``links``: a running job's plan
@@ -171,6 +212,8 @@ class RoundModel:
         """A job leaves its links."""
         if not self.s.fabric.isolating:
             self.link_users[plan.links] -= 1
+        if self.isolated_on is not None:
+            self.isolated_on[plan.links] = -1  # (its own, or no one's)
 
     def replan(self, run: JobRun, plan: JobPlan, now: float) -> None:
         """A running job moves to routes of ``plan``: jobs it newly meets are demoted."""
@@ -215,6 +258,8 @@ class RoundModel:
         """Switch an isolated job to round-by-round mode at its exact position."""
         s = self.s
         run.isolated = False
+        if self.isolated_on is not None:
+            self.isolated_on[run.plan.links] = -1
         if not run.begun:
             return  # not begun yet (start delay): it will run round by round
         s.stats["materialized"] += 1
@@ -283,6 +328,7 @@ class RoundModel:
         if self.in_flight is not None and not (
             self.idle_routes_hold and self.in_flight.idle(rp.links)
         ):
+            self.demote_probed(rp, now)
             rp = reroute(rp, self.s.fabric, self.in_flight.count, run.job.job_id, eps=self.eps)
         self.start_round(run, rp, now)
 
@@ -490,7 +536,7 @@ class RoundModel:
         no event is left). Returns the time at which some fluid round ended (its barrier,
         handled here) when that comes first, else ``None``."""
         fluid = self.fluid
-        if not (len(fluid) or fluid.finished_pending()):
+        if not fluid.busy():
             return None
         t_next = math.inf if nxt is None else nxt.time_s
         if fluid.run_until(t_next) and not (
