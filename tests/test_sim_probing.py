@@ -293,11 +293,12 @@ def test_a_capacity_change_ends_every_isolated_timeline() -> None:
     gpus = np.arange(16)
     plan = build_plan(j, gpus, fab)
     assert model.occupy(plan, 0.0) and model.isolated_on is not None
-    assert (model.isolated_on[plan.links] == 0).all()
+    assert model.isolated_on[plan.links].all() and model.isolated_jobs == {0}
     run = JobRun(j, gpus, plan, 0.0, isolated=True)
     st.running[0] = run
     model.begin(run, 0.0)
     change = FabricChange(links=np.array([97]), capacity_bps=np.array([50e9]))  # B, not X's
     FabricChanges(st, model).apply(change, 1.0)
     assert not run.isolated and not model.idle_routes_hold
-    assert (model.isolated_on == -1).all() and st.stats["materialized"] == 1
+    assert not model.isolated_on.any() and not model.isolated_jobs
+    assert st.stats["materialized"] == 1

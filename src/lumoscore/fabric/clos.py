@@ -229,11 +229,12 @@ def _probed_links(
     seeds: NDArray[np.uint64],
     candidates: float,
     sum_hash: bool,
+    seen: NDArray[np.bool_],
 ) -> tuple[int, IntArray]:  # pragma: no cover - compiled
     """``(status, links)``: the links whose load whole-path probing reads for these flows,
     sorted, each once: every link of the candidates of the flows with more than one
     (a flow with one candidate takes it whatever the load). ``status`` as
-    :func:`_route_flows`'s."""
+    :func:`_route_flows`'s; ``seen`` (one False per link) is scratch, given back False."""
     status, a, b, h, port, indptr = _flow_ends(src, dst, params, geometry)
     if status:
         return status, np.zeros(0, np.int64)
@@ -241,15 +242,20 @@ def _probed_links(
     every = _candidate_paths(src, dst, key, a, b, h, port, indptr, n_cand, params[1],
                              params[3], params[2], geometry, seeds, sum_hash)  # fmt: skip
     n = indptr[src.size]
-    read = np.empty(every.size, np.int64)
+    read = np.empty(min(every.size, seen.size), np.int64)
     m = 0
     for i in range(src.size):
         if n_cand[i] > 1:
             for c in range(n_cand[i]):
                 for q in range(c * n + indptr[i], c * n + indptr[i + 1]):
-                    read[m] = every[q]
-                    m += 1
-    return 0, np.unique(read[:m])
+                    if not seen[every[q]]:
+                        seen[every[q]] = True
+                        read[m] = every[q]
+                        m += 1
+    out = np.sort(read[:m])
+    for q in range(m):
+        seen[out[q]] = False
+    return 0, out
 
 
 @cached_jit
@@ -567,6 +573,7 @@ class ClosFabric(Fabric):
         #: zeros of every link: the load of a call with nothing in flight (the router gives
         #: a load back as it was given), made at the first use
         self._idle_load: NDArray[np.float64] | None = None
+        self._probe_seen: NDArray[np.bool_] | None = None  # scratch of probed_links
         self._params = np.array(
             [
                 _MODE_CODE.get(routing, -1),
@@ -809,9 +816,11 @@ class ClosFabric(Fabric):
             or (dead is not None and dead.any())
         ):
             return None
+        if self._probe_seen is None:
+            self._probe_seen = np.zeros(self.n_links, dtype=bool)
         status, links = _probed_links(
             src, dst, flow_key, self._params, self._geometry, self._seed_array,
-            self.probe_candidates, self.probe_hash == "sum",
+            self.probe_candidates, self.probe_hash == "sum", self._probe_seen,
         )  # fmt: skip
         if status:
             self._check_endpoints(src, dst)  # raises, naming the bad ids

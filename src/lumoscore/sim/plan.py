@@ -50,8 +50,10 @@ class RoundPlan:
     sends nothing more on each of them (``None``: taken as ``solo_s``). ``links`` are sorted,
     each once. ``start_state`` caches, for the capacities the plan was made for, the rows'
     rates and bottleneck links when the round starts alone and when its first flow finishes
-    (see :func:`solo_state`; a warm start for the shared fluid set) and the round's
-    independent parts (see :mod:`lumoscore.sim.components`). ``endpoints`` keeps the rows'
+    (see :func:`solo_state`; a warm start for the shared fluid set), the round's
+    independent parts (see :mod:`lumoscore.sim.components`) and the links its routing
+    against the load may read (``"probed_links"``, see
+    :meth:`~lumoscore.sim.rounds.RoundModel.demote_probed`). ``endpoints`` keeps the rows'
     ``(src, dst, flow_key)`` on fabrics whose routing is load-aware: such a round is routed
     again when it starts (:func:`lumoscore.sim.probing.reroute`).
     """

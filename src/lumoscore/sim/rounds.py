@@ -147,9 +147,10 @@ class RoundModel:
         self.in_flight = InFlight(n_links) if self.probing else None
         # (off once capacities change: the plans were routed at the capacities of their time)
         self.idle_routes_hold = self.probing and state.fabric.keeps_idle_routes
-        # load-aware routing: the isolated job on each link, -1 if none (their links are
-        # theirs alone, see occupy)
-        self.isolated_on = np.full(n_links, -1, dtype=np.int64) if self.probing else None
+        # load-aware routing: the links of the isolated jobs (theirs alone, see occupy) and
+        # those jobs
+        self.isolated_on = np.zeros(n_links, dtype=bool) if self.probing else None
+        self.isolated_jobs: set[int] = set()
 
     # -- jobs -----------------------------------------------------------------------------
     def occupy(self, plan: JobPlan, now: float) -> bool:
@@ -175,7 +176,8 @@ class RoundModel:
                 self._demote_on(shared, now)
             users[links] += 1
             if isolated and self.isolated_on is not None:
-                self.isolated_on[links] = plan.job_id
+                self.isolated_on[links] = True
+                self.isolated_jobs.add(plan.job_id)
         return isolated
 
     def demote_probed(self, rp: RoundPlan, now: float) -> None:
@@ -184,14 +186,18 @@ class RoundModel:
         them when it does not say) go round by round, so that their rounds in flight count
         there. The routes it may choose are among those links, so no isolated job is left
         on them either."""
-        owner = self.isolated_on
-        if owner is None or rp.endpoints is None:
+        if self.isolated_on is None or rp.endpoints is None or not self.isolated_jobs:
             return
-        read = self.s.fabric.probed_links(*rp.endpoints)
-        jobs = owner[owner >= 0] if read is None else owner[read]
-        running = self.s.running
-        for jid in np.unique(jobs[jobs >= 0]).tolist():
-            self.materialize(running[jid], now)
+        # (a plan's round is probed again at every iteration: its probed links are kept)
+        read = rp.start_state.get("probed_links")
+        if read is None:
+            read = self.s.fabric.probed_links(*rp.endpoints)
+            if read is None:
+                self.demote_all(now)
+                return
+            rp.start_state["probed_links"] = read
+        if any_marked(read, self.isolated_on):
+            self._demote_on(read, now)
 
     def demote_all(self, now: float) -> None:
         """Switch every isolated job to round by round."""
@@ -213,7 +219,8 @@ class RoundModel:
         if not self.s.fabric.isolating:
             self.link_users[plan.links] -= 1
         if self.isolated_on is not None:
-            self.isolated_on[plan.links] = -1  # (its own, or no one's)
+            self.isolated_on[plan.links] = False  # (its own, or no one's)
+            self.isolated_jobs.discard(plan.job_id)
 
     def replan(self, run: JobRun, plan: JobPlan, now: float) -> None:
         """A running job moves to routes of ``plan``: jobs it newly meets are demoted."""
@@ -259,7 +266,8 @@ class RoundModel:
         s = self.s
         run.isolated = False
         if self.isolated_on is not None:
-            self.isolated_on[run.plan.links] = -1
+            self.isolated_on[run.plan.links] = False
+            self.isolated_jobs.discard(run.job.job_id)
         if not run.begun:
             return  # not begun yet (start delay): it will run round by round
         s.stats["materialized"] += 1
