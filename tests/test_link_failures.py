@@ -352,3 +352,48 @@ def test_a_job_with_no_route_waits_for_the_repair_not_for_the_next_event() -> No
     ).run()  # fmt: skip
     assert res.summary["jobs"] == 1 and res.stats["unroutable_placements"] >= 1
     assert res.jobs.jwt_s.iloc[0] == pytest.approx(490.0)
+
+
+def _clos_256(routing: str) -> object:
+    from lumoscore.fabric.clos import ClosFabric
+
+    return ClosFabric(256, 1600, radix=16, tiers=3, gpus_per_server=8, routing=routing,
+                      probe_candidates=3.0)  # fmt: skip
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "probing"])
+def test_link_failures_keep_the_fast_path_exact(routing: str) -> None:
+    """Poisson failures and repairs on a busy Clos: isolated timelines, solo rounds and
+    rounds claimed ahead give the same times as simulating every round in the shared set.
+    (A job routed again moves its round in flight with the progress it made at the old
+    capacities.)"""
+    jobs = generate_trace("lumoscore-paper", 60, seed=3, cluster_gpus=256, beta_s=20).jobs
+    lf = LinkFailureModel(rate_per_cable_day=0.05, repair_s=1800.0)
+    fast = Simulator(_clos_256(routing), jobs, link_failures=lf, seed=2).run()
+    slow = Simulator(_clos_256(routing), jobs, link_failures=lf, seed=2, isolation=False).run()
+    assert fast.stats["link_failures"] > 100 and fast.stats["link_reroutes"] > 10
+    assert fast.jobs["isolated"].any()
+    for col in ("start_s", "finish_s", "jrt_s", "contention_level"):
+        np.testing.assert_allclose(fast.jobs[col], slow.jobs[col], rtol=1e-9, atol=1e-6)
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "probing"])
+def test_a_round_with_no_way_around_failed_links_stalls_until_the_repair(routing: str) -> None:
+    """Every uplink of a leaf fails while jobs use it: rounds routed again when they start
+    (probing) find no route and stall on the dead links as the job's rerouting does, until
+    the repair; the same times as simulating every round in the shared set."""
+    from helpers_sim import job
+
+    fab = _clos_256(routing)
+    up, _, _ = fab.cables("leaf-spine")
+    first = fab.link_offsets()["up"][0]
+    leaf0 = np.flatnonzero((up >= first) & (up < first + fab.uplinks)).tolist()
+    script = [(50.0, c, "fail") for c in leaf0] + [(900.0, c, "repair") for c in leaf0]
+    jobs = [job(0, 0.0, 16, iterations=20, duration=2000.0),
+            job(1, 10.0, 32, iterations=20, duration=2000.0)]  # fmt: skip
+    lf = LinkFailureModel(script=script)
+    fast = Simulator(_clos_256(routing), jobs, link_failures=lf).run()
+    slow = Simulator(_clos_256(routing), jobs, link_failures=lf, isolation=False).run()
+    assert fast.stats["stalled_reroutes"] >= 1 and fast.summary["jobs"] == 2
+    assert np.isfinite(fast.jobs["finish_s"]).all() and fast.jobs["finish_s"].max() > 2100.0
+    np.testing.assert_allclose(fast.jobs["finish_s"], slow.jobs["finish_s"], rtol=1e-9)

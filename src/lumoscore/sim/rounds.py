@@ -63,6 +63,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from lumoscore.fabric.base import NoRouteError
 from lumoscore.sim.events import Event
 from lumoscore.sim.fluid import FluidSet
 from lumoscore.sim.plan import JobPlan, RoundPlan, resolo, solo_state
@@ -337,7 +338,11 @@ class RoundModel:
             self.idle_routes_hold and self.in_flight.idle(rp.links)
         ):
             self.demote_probed(rp, now)
-            rp = reroute(rp, self.s.fabric, self.in_flight.count, run.job.job_id, eps=self.eps)
+            try:
+                rp = reroute(rp, self.s.fabric, self.in_flight.count, run.job.job_id, eps=self.eps)
+            except NoRouteError:  # failed links leave no way around: it stalls until a repair
+                stats = self.s.stats
+                stats["stalled_reroutes"] = stats.get("stalled_reroutes", 0) + 1
         self.start_round(run, rp, now)
 
     def on_roundend(self, ev: Event) -> None:
