@@ -126,6 +126,10 @@ class RoundModel:
         A round whose planned links carry no flow in flight starts on its plan, not routed
         again (fabrics whose :attr:`~lumoscore.fabric.base.Fabric.keeps_idle_routes`, until
         the first capacity change).
+    isolated_on : ndarray of bool, optional
+        Load-aware routing: the links of the isolated jobs (each link of at most one).
+    isolated_jobs : set of int
+        Load-aware routing: the isolated jobs.
     """
 
     def __init__(self, state: RunState, *, reserve: bool) -> None:
