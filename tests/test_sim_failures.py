@@ -95,3 +95,25 @@ def test_failures_are_reproducible_and_counted() -> None:
 def test_bad_failure_parameters_are_named(kwargs: dict, field: str) -> None:
     with pytest.raises(ConfigError, match=field):
         FailureModel(**kwargs)
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "probing"])
+def test_failures_keep_the_fast_path_exact_on_clos(routing: str) -> None:
+    """GPU failures on a Clos: jobs killed on their isolated timelines (probing included)
+    give the same times as simulating every job round by round."""
+    from lumoscore.fabric.clos import ClosFabric
+    from lumoscore.workload import generate_trace
+
+    jobs = generate_trace("lumoscore-paper", 40, seed=5, cluster_gpus=256, beta_s=60).jobs
+    fm = FailureModel(rate_per_gpu_day=0.05, checkpoint_interval_s=600.0, restart_s=30.0,
+                      soft_repair_s=60.0, hard_repair_s=600.0)  # fmt: skip
+
+    def clos() -> ClosFabric:
+        return ClosFabric(256, 1600, radix=16, tiers=3, gpus_per_server=8, routing=routing,
+                          probe_candidates=3.0)  # fmt: skip
+
+    fast = Simulator(clos(), jobs, failures=fm, seed=2).run()
+    slow = Simulator(clos(), jobs, failures=fm, seed=2, isolation=False).run()
+    assert fast.summary["restarts"] > 0 and fast.jobs["isolated"].any()
+    for col in ("start_s", "finish_s", "jrt_s", "lost_s", "restarts"):
+        np.testing.assert_allclose(fast.jobs[col], slow.jobs[col], rtol=1e-9, atol=1e-6)
