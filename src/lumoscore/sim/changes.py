@@ -84,13 +84,9 @@ class FabricChanges:
                 model.demote_all(now)
             # the rounds in flight of the jobs routed again below keep the progress they
             # made at the old capacities: into the shared set now, with those they meet
-            moving = [model.inflight[j][0].links for j in change.reroute if j in model.inflight]
-            saved = [(links, scratch[links]) for links in moving]
-            for links in moving:
-                scratch[links] = True
-            model.solo_to_fluid(now)
-            for links, before in reversed(saved):
-                scratch[links] = before
+            inflight = model.inflight
+            moving = [inflight[j][0].links for j in change.reroute if j in inflight]
+            model.solo_to_fluid_on(np.concatenate([np.zeros(0, np.int64), *moving]), now)
         model.fluid.attach(change.links)
         s.fabric.apply(change)
         model.idle_routes_hold = False  # (plans were routed at the old capacities)

@@ -383,16 +383,9 @@ class RoundModel:
         """Start a round's flows (``t0``: when they started, for a resumed round)."""
         jid = run.job.job_id
         t0 = now if t0 is None else t0
-        links = rp.links
         if self.isolation and self.run_solo(jid, rp, t0):
             return
-        # (restore, not clear: a caller may have marked some of these links and read the
-        # marks after this, e.g. a capacity change re-solos the plans crossing them)
-        scratch = self.scratch
-        before = scratch[links]
-        scratch[links] = True
-        self.solo_to_fluid(now)
-        scratch[links] = before
+        self.solo_to_fluid_on(rp.links, now)
         self.s.stats["fluid_rounds"] += 1
         self.join_fluid(jid, rp, t0, now)
 
@@ -483,6 +476,17 @@ class RoundModel:
         if self.in_flight is not None:
             self.in_flight.add(rp)
 
+    def solo_to_fluid_on(self, links: IntArray, now: float) -> None:
+        """:meth:`solo_to_fluid` with ``links`` marked too (each may be listed more than
+        once); the marks are restored, not cleared: a caller may have marked some of these
+        links and read the marks after this (e.g. a capacity change re-solos the plans
+        crossing them)."""
+        scratch = self.scratch
+        before = scratch[links]
+        scratch[links] = True
+        self.solo_to_fluid(now)
+        scratch[links] = before
+
     def solo_to_fluid(self, now: float) -> None:
         """Move every solo in-flight round still sending on a link marked in ``scratch``
         into the fluid set, and then every solo round sharing a link in use with one
@@ -540,10 +544,7 @@ class RoundModel:
                 f"the round in flight {rem.size}"
             )
         # solo rounds still sending on the new routes meet the moved bits there
-        scratch = self.scratch
-        scratch[new_rp.links] = True
-        self.solo_to_fluid(now)
-        scratch[new_rp.links] = False
+        self.solo_to_fluid_on(new_rp.links, now)
         self.fluid.add(jid, new_rp, rem, now_s=now)
         self._enter(jid, new_rp, t0_round, FLUID)
 
