@@ -51,6 +51,7 @@ from lumoscore.experiments.config import RunConfig
 from lumoscore.experiments.store import ResultStore
 from lumoscore.sim.kernels import solo_run_cached
 from lumoscore.sim.results import SimResult
+from lumoscore.warmup import compile_kernels, needed_kernels
 
 __all__ = ["SweepError", "run_one", "run_sweep", "simulator_options", "worker_pool"]
 
@@ -246,12 +247,15 @@ def _local_results(
             stack.callback(manager.shutdown)
             queue = manager.Queue()
         pool = stack.enter_context(worker_pool(workers))
-        if queue is not None:
-            futures = {
-                pool.submit(_call_run, run_fn, cfg, _Reporter(queue, key)): key for key, cfg in todo
-            }
-        else:
-            futures = {pool.submit(_call_run, run_fn, cfg): key for key, cfg in todo}
+        # kernels the cache lacks, compiled before the runs: a task each, longest first
+        needed = needed_kernels({cfg.arch for _, cfg in todo})
+        warming = [pool.submit(compile_kernels, [k]) for k in needed]
+        futures: dict[cf.Future[SimResult], str] = {}
+
+        def submit_runs() -> None:
+            for key, cfg in todo:
+                args = (run_fn, cfg) if queue is None else (run_fn, cfg, _Reporter(queue, key))
+                futures[pool.submit(_call_run, *args)] = key
 
         def drain() -> None:
             while queue is not None and on_progress is not None:
@@ -262,6 +266,9 @@ def _local_results(
                 on_progress(key, done, total)
 
         def gather() -> Iterator[tuple[str, SimResult | BaseException]]:
+            while cf.wait(warming, timeout=0.25).not_done:  # (its errors: the runs compile)
+                pass
+            submit_runs()
             pending = set(futures)
             while pending:
                 finished, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
