@@ -95,6 +95,11 @@ def _fresh(x):  # pragma: no cover - compiled
     return x + 1
 
 
+@cached_jit
+def _thrice(x):  # pragma: no cover - compiled
+    return 3 * x
+
+
 def test_needed_kernels_lists_what_the_cache_lacks_longest_first(tmp_path, monkeypatch) -> None:
     here = __name__
     sig = encode_types([types.int64])
@@ -106,12 +111,21 @@ def test_needed_kernels_lists_what_the_cache_lacks_longest_first(tmp_path, monke
             "a": [[here, "_twice", list(sig), 9.0], [*entry, 1.0], [here, "gone", list(sig), 5.0]],
             "b": [[*entry, 2.0], [here, "_fresh", [["float64", 1, "C"]], 3.0]],
             "c": [[here, "_fresh", ["bool"], 7.0]],
+            "d": [[here, "_thrice", list(sig), 11.0]],
+            "e": [[here, "_thrice", list(sig), 13.0]],
         },
         "inside": [],
     }))  # fmt: skip
-    got = [(k.args, k.seconds) for k in needed_kernels(["a", "b", "x"], m)]
-    assert got == [((["float64", 1, "C"],), 3.0), (tuple(sig), 2.0)]
+    got = [[(k.args, k.seconds) for k in g] for g in needed_kernels(["a", "b", "x"], m)]
+    assert got == [[(tuple(sig), 2.0), ((["float64", 1, "C"],), 3.0)]]  # one function
+    got = [[k.name for k in g] for g in needed_kernels(["a", "b", "c", "d"], m)]
+    assert got == [["_fresh"] * 3, ["_thrice"]]  # 12 s before 11 s
+    got = [[k.name for k in g] for g in needed_kernels(["a", "b", "c", "e"], m)]
+    assert got == [["_thrice"], ["_fresh"] * 3]
     assert needed_kernels(["a"], tmp_path / "none.json") == []
+    for bad in ("{", '{"calls": {"a": [[1]]}, "inside": []}', "[]"):
+        m.write_text(bad)
+        assert needed_kernels(["a"], m) == []
 
 
 _RECORD = """

@@ -11,7 +11,7 @@ The manifest (``data/kernels.json``) lists, per architecture, the kernels a simu
 calls from Python (module, function, argument types) with the seconds each took to compile,
 the kernels it compiled inside included. Before a local sweep's runs start, the listed
 kernels of its architectures that the cache does not hold (:func:`needed_kernels`) are
-compiled on its worker pool, one task per kernel, longest first (:func:`compile_kernels`):
+compiled on its worker pool, one task per function, longest first (:func:`compile_kernels`):
 one worker takes the fluid model while the others take the rest, and the runs then load
 every kernel from the cache.
 
@@ -228,25 +228,32 @@ def load_manifest(path: Path = MANIFEST) -> Manifest:
     return Manifest(calls, [_kernel(e) for e in data["inside"]])
 
 
-def needed_kernels(archs: Iterable[str], path: Path = MANIFEST) -> list[Kernel]:
+def needed_kernels(archs: Iterable[str], path: Path = MANIFEST) -> list[list[Kernel]]:
     """The manifest's kernels for simulations of ``archs`` (each once, with the longest time
-    recorded) that the on-disk cache does not hold yet and the package still has, longest
-    first."""
-    manifest = load_manifest(path)
+    recorded) that the on-disk cache does not hold yet and the package still has, grouped by
+    function (one process should compile all of a function's signatures: Numba rewrites a
+    function's cache index whole, and two processes adding to it at once can lose one),
+    longest group first; none if the manifest cannot be read (the runs compile what they
+    call)."""
+    try:
+        manifest = load_manifest(path)
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        _log.debug("warm-up: manifest %s unreadable: %s", path, exc)
+        return []
     found: dict[str, Kernel] = {}
     for arch in archs:
         for k in manifest.calls.get(arch, []):
             if k.key not in found or k.seconds > found[k.key].seconds:
                 found[k.key] = k
-    out = []
+    groups: dict[tuple[str, str], list[Kernel]] = {}
     for k in found.values():
         try:
             cached = is_cached(k.dispatcher())
         except (ImportError, AttributeError):
             continue
         if not cached:
-            out.append(k)
-    return sorted(out, key=lambda k: -k.seconds)
+            groups.setdefault((k.module, k.name), []).append(k)
+    return sorted(groups.values(), key=lambda g: -sum(k.seconds for k in g))
 
 
 def compile_kernels(kernels: Sequence[Kernel]) -> int:

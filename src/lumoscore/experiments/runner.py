@@ -247,9 +247,9 @@ def _local_results(
             stack.callback(manager.shutdown)
             queue = manager.Queue()
         pool = stack.enter_context(worker_pool(workers))
-        # kernels the cache lacks, compiled before the runs: a task each, longest first
+        # kernels the cache lacks, compiled before the runs: a task per function, longest first
         needed = needed_kernels({cfg.arch for _, cfg in todo})
-        warming = [pool.submit(compile_kernels, [k]) for k in needed]
+        warming = [pool.submit(compile_kernels, group) for group in needed]
         futures: dict[cf.Future[SimResult], str] = {}
 
         def submit_runs() -> None:
