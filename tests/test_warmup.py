@@ -200,3 +200,29 @@ def test_manifest_covers_what_the_default_architectures_call() -> None:
     listed |= {k.key for k in manifest.inside}
     assert seen, "the runs called no kernel"
     assert seen <= listed, sorted(seen - listed)[:5]
+
+
+_AHEAD = """
+import json, numpy as np
+import lumoscore.experiments.runner as runner
+from lumoscore.sim.solo import any_marked
+from lumoscore.warmup import Kernel, record_compiles
+ints, small = ["int64", 1, "C"], ["uint8", 1, "C"]
+floats = ["float64", 1, "C"]
+groups = [[Kernel("lumoscore.sim.solo", "any_marked", (ints, small), 1.0)],
+          [Kernel("lumoscore.sim.plan", "_rem_before_first_end",
+                  (floats, floats, ints, "float64"), 0.5)]]
+runner.needed_kernels = lambda archs: groups  # (the manifest's would take minutes)
+n = runner.compile_ahead(["any"])
+with record_compiles() as log:  # the pool compiled it into the cache: this loads it
+    any_marked(np.arange(2), np.zeros(3, dtype=np.uint8))
+print(json.dumps([n, len(log.calls)]))
+"""
+
+
+def test_compile_ahead_compiles_in_other_processes_into_the_cache(tmp_path) -> None:
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}  # empty
+    out = subprocess.run(
+        [sys.executable, "-c", _AHEAD], capture_output=True, text=True, check=True, env=env
+    )
+    assert json.loads(out.stdout) == [2, 0]

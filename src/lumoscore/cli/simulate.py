@@ -195,8 +195,10 @@ def simulate(
     json_out: JsonOption = False,
 ) -> None:
     """Simulate a job trace on one architecture and print JRT/JWT/JCT statistics."""
+    from lumoscore.experiments.runner import compile_ahead
     from lumoscore.fabric.presets import make_fabric
     from lumoscore.sim.engine import Simulator, frozen_gc
+    from lumoscore.sim.kernels import solo_run_cached
     from lumoscore.workload import fitting_jobs, generate_trace, read_trace
 
     if (trace is None) == (preset is None):
@@ -228,6 +230,9 @@ def simulate(
             f"GPUs (ids {shown})\n"
         )
     console = Console(stderr=True)
+    if not solo_run_cached():  # a first run: compile on the cores first, then simulate
+        with console.status("compiling kernels (first run only)"):
+            compile_ahead([arch])
     with Progress(
         TextColumn(f"[bold]{arch}[/]"),
         BarColumn(),

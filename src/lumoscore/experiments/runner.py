@@ -31,7 +31,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.managers import SyncManager
 from queue import Empty
 from typing import Any, Literal
@@ -53,7 +53,18 @@ from lumoscore.sim.kernels import solo_run_cached
 from lumoscore.sim.results import SimResult
 from lumoscore.warmup import compile_kernels, needed_kernels
 
-__all__ = ["SweepError", "run_one", "run_sweep", "simulator_options", "worker_pool"]
+__all__ = [
+    "SweepError",
+    "compile_ahead",
+    "run_one",
+    "run_sweep",
+    "simulator_options",
+    "worker_pool",
+]
+
+#: Processes :func:`compile_ahead` uses at most: one for the fluid model, one for the rest
+#: (they take about as long, docs/simulator.md "The kernel cache").
+COMPILE_PROCESSES = 2
 
 RunFn = Callable[[RunConfig], SimResult]
 #: ``prctl`` option: the signal a process gets when its parent dies (Linux).
@@ -280,6 +291,28 @@ def _local_results(
                     yield futures[fut], fut.result() if exc is None else exc
 
         yield gather()
+
+
+def compile_ahead(archs: Iterable[str]) -> int:
+    """Compile the kernels that simulations of ``archs`` call and the on-disk cache lacks
+    (:func:`~lumoscore.warmup.needed_kernels`) on a pool of up to :data:`COMPILE_PROCESSES`
+    processes, one task per function, longest first; for a process about to simulate itself
+    (``lumos simulate``), whose first simulation then loads them. Nothing happens when the
+    cache holds them or the machine has one core. Returns how many functions it compiled.
+
+    Examples
+    --------
+    >>> compile_ahead(["no-such-architecture"])
+    0
+    """
+    groups = needed_kernels(archs)
+    workers = min(COMPILE_PROCESSES, os.cpu_count() or 1, len(groups))
+    if workers < 2:
+        return 0
+    with worker_pool(workers) as pool:
+        for fut in [pool.submit(compile_kernels, group) for group in groups]:
+            fut.result()
+    return len(groups)
 
 
 @contextlib.contextmanager
