@@ -336,3 +336,38 @@ def test_contention_free_is_max_contention_at_most_one() -> None:
             assert t.contention_free == (t.max_contention <= 1)
             seen.add(t.contention_free)
     assert seen == {True, False}
+
+
+@given(st.data())
+def test_merge_split_equals_a_sum_over_a_dictionary(data) -> None:
+    from lumoscore.topology.kernels import merge_split
+
+    n, H = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 3))
+    key = st.integers(0, n * n * H - 1)
+    old = {k: data.draw(st.integers(1, 5)) for k in sorted(data.draw(st.sets(key, max_size=12)))}
+    add = data.draw(st.lists(st.tuples(key, st.integers(-6, 6)), max_size=12))
+    total = dict(old)
+    for k, v in add:
+        total[k] = total.get(k, 0) + v
+
+    def cols(keys: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        k = np.array(keys, np.int64)
+        return k // H // n, k // H % n, k % H
+
+    a0, b0, h0 = cols(list(old))
+    a, b, h = cols([k for k, _ in add])
+    v = np.array([x for _, x in add], np.int64)
+    up0 = np.arange(n * H, dtype=np.int64).reshape(n, H)
+    down0 = up0[::-1].copy()
+    ea, eb, eh, ev, up, down, ok = merge_split(
+        a0, b0, h0, np.array(list(old.values()), np.int64), a, b, h, v, up0, down0, n, H
+    )
+    want = sorted((k, x) for k, x in total.items() if x != 0)
+    assert ((ea * n + eb) * H + eh).tolist() == [k for k, _ in want]
+    assert ev.tolist() == [x for _, x in want]
+    assert ok == all(x >= 0 for x in total.values())
+    up_ref, down_ref = up0.copy(), down0.copy()
+    np.add.at(up_ref, (a, h), v)
+    np.add.at(down_ref, (b, h), v)
+    assert (up == up_ref).all() and (down == down_ref).all()
+    assert (up0 == np.arange(n * H).reshape(n, H)).all()  # inputs untouched

@@ -19,6 +19,7 @@ from lumoscore.placement import (
     select_pods_exact,
     select_pods_greedy,
 )
+from lumoscore.placement.kernels import greedy_pods
 from lumoscore.topology import ClusterSpec
 from lumoscore.workload import Job
 
@@ -155,6 +156,45 @@ def test_pod_selection_exact_and_greedy(cap_list: list[int], need: int) -> None:
     for sel in (ex, gr):
         assert sum(sel.units) == need
         assert all(1 <= u <= cap[p] for p, u in zip(sel.pods, sel.units, strict=True))
+
+
+def _greedy_pods_reference(c: np.ndarray, cost: np.ndarray, need: int) -> np.ndarray:
+    """The NumPy formulation of the greedy pod selection, an independent reference."""
+    idx = np.arange(c.size)
+    by_cap = np.lexsort((idx, cost, -c))  # largest capacity first, then cheaper, then index
+    k = int(np.searchsorted(np.cumsum(c[by_cap]), need) + 1)  # fewest pods
+    chosen = list(by_cap[: k - 1].tolist())
+    rest = need - int(c[chosen].sum()) if chosen else need
+    mask = np.ones(c.size, bool)
+    mask[chosen] = False
+    fit = np.flatnonzero(mask & (c >= rest))
+    chosen.append(int(fit[np.lexsort((fit, c[fit], cost[fit]))[0]]))
+    sel = np.zeros(c.size, bool)
+    sel[chosen] = True
+    improved = True
+    while improved:
+        improved = False
+        total = int(c[sel].sum())
+        for i in np.flatnonzero(sel)[np.argsort(-cost[sel], kind="stable")].tolist():
+            ok = np.flatnonzero(~sel & (c >= need - (total - c[i])) & (cost < cost[i]))
+            if ok.size:
+                j = int(ok[np.lexsort((ok, c[ok], cost[ok]))[0]])
+                sel[i], sel[j] = False, True
+                improved = True
+                break
+    return sel
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_greedy_pods_equals_the_numpy_reference(data) -> None:
+    n = data.draw(st.integers(1, 12))
+    c = np.array(data.draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)), np.int64)
+    cost = np.array(data.draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), np.int64)
+    if c.sum() < 1:
+        return
+    need = data.draw(st.integers(1, int(c.sum())))
+    assert greedy_pods(c, cost, need).tolist() == _greedy_pods_reference(c, cost, need).tolist()
 
 
 def test_rail_optimized_leaf_map() -> None:

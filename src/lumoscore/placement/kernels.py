@@ -4,6 +4,9 @@
   largest first, the last one best fit (:meth:`PlacementPolicy._in_pod
   <lumoscore.placement.policies.PlacementPolicy>`). It runs once per pod of every multi-pod
   placement on a handful of leaves, so NumPy's per-call overhead dominated it.
+* :func:`greedy_pods` -- the pods of :func:`~lumoscore.placement.podselect.select_pods_greedy`
+  (every multi-pod placement): sorts and scans over a few dozen pods, where NumPy's lexsorts
+  and masks cost more in calls than in work.
 * :func:`block_counts`, :func:`block_all` -- the idle GPUs (or free slots) of every server,
   leaf or pod and whether a block is all idle: one pass over the cluster's flags (NumPy's
   reductions of small boolean blocks cost several times that).
@@ -27,6 +30,7 @@ __all__ = [
     "block_all",
     "block_counts",
     "flow_pair_codes",
+    "greedy_pods",
     "pod_slots",
     "row_sums_at",
     "sorted_difference",
@@ -270,3 +274,69 @@ def row_sums_at(matrix: IntArray, rows: IntArray) -> IntArray:  # pragma: no cov
             total += matrix[rows[i], j]
         out[i] = total
     return out
+
+
+@cached_jit(inline="always")
+def _before(cost: IntArray, c: IntArray, i: int, j: int) -> bool:  # pragma: no cover - jit
+    """Pod ``i`` precedes pod ``j`` by (cost, capacity, index)."""
+    if cost[i] != cost[j]:
+        return cost[i] < cost[j]
+    if c[i] != c[j]:
+        return c[i] < c[j]
+    return i < j
+
+
+@cached_jit
+def greedy_pods(c: IntArray, cost: IntArray, need: int) -> NDArray[np.bool_]:  # pragma: no cover
+    """The pods :func:`~lumoscore.placement.podselect.select_pods_greedy` selects (a mask):
+    the ``k - 1`` pods first by (capacity descending, cost, index) with ``k`` the fewest that
+    cover ``need`` (``sum(c) >= need``), plus the first by (cost, capacity, index) of the
+    others that covers the rest; then, while some selected pod (by cost descending, then
+    index) can be replaced by a cheaper unselected one that keeps ``need`` covered, the
+    first such by (cost, capacity, index) replaces it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> greedy_pods(np.array([4, 2, 3, 1]), np.array([4, 2, 3, 1]), 5).tolist()
+    [True, False, False, True]
+    """
+    P = c.size
+    o1 = np.argsort(cost, kind="mergesort")  # (stable: ties by index)
+    neg = np.empty(P, np.int64)
+    for t in range(P):
+        neg[t] = -c[o1[t]]
+    by_cap = o1[np.argsort(neg, kind="mergesort")]
+    sel = np.zeros(P, np.bool_)
+    got = 0
+    for t in range(P):  # the largest pods while they do not cover need on their own
+        if got + c[by_cap[t]] >= need:
+            break
+        sel[by_cap[t]] = True
+        got += c[by_cap[t]]
+    last = -1
+    for i in range(P):
+        if not sel[i] and c[i] >= need - got and (last < 0 or _before(cost, c, i, last)):
+            last = i
+    sel[last] = True
+    total = got + c[last]
+    improved = True
+    while improved:
+        improved = False
+        chosen = np.flatnonzero(sel)
+        negc = np.empty(chosen.size, np.int64)
+        for t in range(chosen.size):
+            negc[t] = -cost[chosen[t]]
+        for i in chosen[np.argsort(negc, kind="mergesort")]:
+            best = -1
+            for j in range(P):
+                if (not sel[j] and c[j] >= need - (total - c[i]) and cost[j] < cost[i]
+                        and (best < 0 or _before(cost, c, j, best))):  # fmt: skip
+                    best = j
+            if best >= 0:
+                sel[i] = False
+                sel[best] = True
+                total += c[best] - c[i]
+                improved = True
+                break
+    return sel

@@ -43,6 +43,7 @@ from numpy.typing import ArrayLike, NDArray
 from ortools.sat.python import cp_model
 
 from lumoscore.errors import ConfigError, InfeasibleError, SolverError
+from lumoscore.placement.kernels import greedy_pods
 
 __all__ = ["PodSelection", "distribute_units", "select_pods_exact", "select_pods_greedy"]
 
@@ -100,31 +101,7 @@ def select_pods_greedy(cap: ArrayLike, need: int, r: ArrayLike | None = None) ->
     (2,)
     """
     c, cost = _inputs(cap, need, r)
-    idx = np.arange(c.size)
-    by_cap = np.lexsort((idx, cost, -c))  # largest capacity first, then cheaper, then index
-    csum = np.cumsum(c[by_cap])
-    k = int(np.searchsorted(csum, need) + 1)  # fewest pods
-    chosen = list(by_cap[: k - 1].tolist())
-    rest = need - int(c[chosen].sum()) if chosen else need
-    mask = np.ones(c.size, bool)
-    mask[chosen] = False
-    fit = np.flatnonzero(mask & (c >= rest))
-    last = int(fit[np.lexsort((fit, c[fit], cost[fit]))[0]])
-    chosen.append(last)
-    # improving swaps: replace a selected pod by a cheaper unselected one keeping coverage
-    sel = np.zeros(c.size, bool)
-    sel[chosen] = True
-    improved = True
-    while improved:
-        improved = False
-        total = int(c[sel].sum())
-        for i in np.flatnonzero(sel)[np.argsort(-cost[sel], kind="stable")].tolist():
-            ok = np.flatnonzero(~sel & (c >= need - (total - c[i])) & (cost < cost[i]))
-            if ok.size:
-                j = int(ok[np.lexsort((ok, c[ok], cost[ok]))[0]])
-                sel[i], sel[j] = False, True
-                improved = True
-                break
+    sel = greedy_pods(c, cost, int(need))
     pods = np.flatnonzero(sel)
     return PodSelection(
         pods=tuple(int(p) for p in pods),

@@ -5,6 +5,9 @@
   :func:`~lumoscore.topology.logical.free_link_split` (incremental admissions). Each pair's
   step works on ``H`` spines only, so a Python loop over NumPy calls spent its time in call
   overhead; this kernel runs the same integer rule in one pass.
+* :func:`merge_split` -- a split added to (or taken from) a logical topology's entries and
+  leaf requirements behind :func:`~lumoscore.topology.logical.apply_split` (every admission
+  and release): one pass over the sorted entries instead of a dozen NumPy passes.
 
 Examples
 --------
@@ -23,7 +26,7 @@ from numpy.typing import NDArray
 
 from lumoscore.jit import cached_jit
 
-__all__ = ["greedy_assign"]
+__all__ = ["greedy_assign", "merge_split"]
 
 IntArray = NDArray[np.int64]
 
@@ -131,3 +134,86 @@ def greedy_assign(
                 out_v[o] = take[k]
                 o += 1
     return out_a[:o], out_b[:o], out_h[:o], out_v[:o]
+
+
+@cached_jit
+def merge_split(
+    a0: IntArray,
+    b0: IntArray,
+    h0: IntArray,
+    v0: IntArray,
+    a: IntArray,
+    b: IntArray,
+    h: IntArray,
+    v: IntArray,
+    up0: IntArray,
+    down0: IntArray,
+    n: int,
+    H: int,
+) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray, IntArray, bool]:  # pragma: no cover
+    """Entries ``(a0, b0, h0, v0)`` (distinct, sorted by the key ``(a * n + b) * H + h``)
+    plus ``(a, b, h, v)`` (any order; entries of one key summed): the sum's nonzero entries,
+    sorted by key; the leaf requirements ``up0``/``down0`` (``(n, H)``) plus ``v`` on
+    ``(a, h)``/``(b, h)`` (new arrays); and whether no sum is negative.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> i = lambda *x: np.array(x, np.int64)
+    >>> z = np.zeros((3, 2), np.int64)
+    >>> a, b, h, v, up, down, ok = merge_split(
+    ...     i(0, 1), i(1, 2), i(0, 1), i(2, 1), i(1, 0, 0), i(2, 1, 2), i(1, 0, 1), i(-1, -2, 4),
+    ...     z, z, 3, 2)
+    >>> a.tolist(), b.tolist(), h.tolist(), v.tolist(), ok
+    ([0], [2], [1], [4], True)
+    >>> up[:, 1].tolist(), down[:, 0].tolist()
+    ([4, -1, 0], [0, -2, 0])
+    """
+    s = a.size
+    sk = np.empty(s, np.int64)
+    for i in range(s):
+        sk[i] = (a[i] * n + b[i]) * H + h[i]
+    order = np.argsort(sk, kind="mergesort")
+    ua = np.empty(s, np.int64)  # the split's keys, distinct, sorted, their sums
+    uk = np.empty(s, np.int64)
+    uv = np.empty(s, np.int64)
+    m = 0
+    for j in range(s):
+        i = order[j]
+        if m > 0 and uk[m - 1] == sk[i]:
+            uv[m - 1] += v[i]
+        else:
+            ua[m], uk[m], uv[m] = i, sk[i], v[i]
+            m += 1
+    e = a0.size
+    oa = np.empty(e + m, np.int64)
+    ob = np.empty(e + m, np.int64)
+    oh = np.empty(e + m, np.int64)
+    ov = np.empty(e + m, np.int64)
+    ok = True
+    i = j = k = 0
+    while i < e or j < m:
+        k0 = (a0[i] * n + b0[i]) * H + h0[i] if i < e else -1
+        if j >= m or (i < e and k0 < uk[j]):  # an entry the split leaves alone
+            oa[k], ob[k], oh[k], ov[k] = a0[i], b0[i], h0[i], v0[i]
+            k += 1
+            i += 1
+            continue
+        if i < e and k0 == uk[j]:
+            val = v0[i] + uv[j]
+            i += 1
+        else:
+            val = uv[j]
+        if val < 0:
+            ok = False
+        if val != 0:
+            f = ua[j]
+            oa[k], ob[k], oh[k], ov[k] = a[f], b[f], h[f], val
+            k += 1
+        j += 1
+    up = up0.copy()
+    down = down0.copy()
+    for i in range(s):
+        up[a[i], h[i]] += v[i]
+        down[b[i], h[i]] += v[i]
+    return oa[:k], ob[:k], oh[:k], ov[:k], up, down, ok

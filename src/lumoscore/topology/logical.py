@@ -63,7 +63,7 @@ from ortools.sat.python import cp_model
 from lumoscore.decompose import integer_decomposition_sparse, symmetric_decomposition
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError, SolverError
 from lumoscore.topology.cluster import ClusterSpec
-from lumoscore.topology.kernels import greedy_assign
+from lumoscore.topology.kernels import greedy_assign, merge_split
 
 __all__ = [
     "LOGICAL_METHODS",
@@ -526,35 +526,21 @@ def apply_split(
     n, H, P, per = spec.leaves, spec.ocs_groups, spec.pods, spec.leaves_per_pod
     # the split's entries merged into topo's (sorted by key, see _build): the work is a pass
     # over the entries, no sort of them, and C is not built (the C property builds it)
-    uk, inv = np.unique((a * n + b) * H + h, return_inverse=True)
-    dv = np.bincount(inv.reshape(-1), weights=v, minlength=uk.size).astype(np.int64)
-    key = (topo.a * n + topo.b) * H + topo.h
-    pos = np.searchsorted(key, uk)
-    hit = pos < key.size
-    hit[hit] = key[pos[hit]] == uk[hit]
-    value = topo.value.copy()
-    value[pos[hit]] += dv[hit]
-    key = np.insert(key, pos[~hit], uk[~hit])
-    value = np.insert(value, pos[~hit], dv[~hit])
-    if (value < 0).any():
+    ea, eb, eh, value, up, down, ok = merge_split(
+        topo.a, topo.b, topo.h, topo.value, a, b, h, v, topo.leaf_up, topo.leaf_down, n, H
+    )
+    if not ok:
         raise PreconditionError("apply_split: removing more than the split carries")
-    nz = value != 0
-    if not nz.all():
-        key, value = key[nz], value[nz]
-    up, down = topo.leaf_up.copy(), topo.leaf_down.copy()
-    np.add.at(up, (a, h), v)
-    np.add.at(down, (b, h), v)
     # what changed at pod level, for callers that compare C with topo.C (reconfigure)
     pa, pb = a // per, b // per
     keys, kinv = np.unique((h * P + pa) * P + pb, return_inverse=True)
     delta = np.bincount(kinv.reshape(-1), weights=v, minlength=keys.size).astype(np.int64)
     rows = topo.spine_row_sums().copy()
     np.add.at(rows, (h, pa), v)
-    ab = key // H
     return LogicalTopology(
-        a=ab // n,
-        b=ab % n,
-        h=key % H,
+        a=ea,
+        b=eb,
+        h=eh,
         value=value,
         leaf_up=up,
         leaf_down=down,
