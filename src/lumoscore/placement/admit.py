@@ -574,10 +574,12 @@ def _incremental(
 def _overloaded(L: IntArray, part: DemandPart, limit: int) -> IntArray:
     """Leaves of the part whose cross-pod links (row sums of ``L``, taken over the part's
     leaves only) plus the part's exceed ``limit``."""
-    add = np.bincount(part.rows, weights=part.values, minlength=L.shape[0]).astype(np.int64)
-    rows = np.flatnonzero(add)
+    rows, inv = np.unique(part.rows, return_inverse=True)  # (the part's leaves only)
+    add = np.bincount(inv.reshape(-1), weights=part.values, minlength=rows.size).astype(np.int64)
+    nz = add != 0
+    rows, add = rows[nz], add[nz]
     over = np.zeros(L.shape[0], bool)
-    over[rows] = row_sums_at(L, rows) + add[rows] > limit
+    over[rows] = row_sums_at(L, rows) + add > limit
     return over
 
 

@@ -283,7 +283,12 @@ def new_state(n_rows: int, n_links: int) -> FluidState:
     ([inf, inf, inf], [-1, -1], 11)
     """
     size = {"row": n_rows, "link": n_links, "meta": len(META_ENTRIES)}
-    return tuple(np.full(size[f.kind], f.fill, dtype=f.dtype) for f in STATE_FIELDS)
+    # (np.zeros leaves untouched pages unmapped: a fabric of millions of links pays for the
+    # links its flows cross, not for all of them)
+    return tuple(
+        np.zeros(size[f.kind], f.dtype) if f.fill == 0 else np.full(size[f.kind], f.fill, f.dtype)
+        for f in STATE_FIELDS
+    )
 
 
 def _compiled_new_state() -> Any:
