@@ -309,9 +309,8 @@ def compile_ahead(archs: Iterable[str]) -> int:
     workers = min(COMPILE_PROCESSES, os.cpu_count() or 1, len(groups))
     if workers < 2:
         return 0
-    with worker_pool(workers) as pool:
-        for fut in [pool.submit(compile_kernels, group) for group in groups]:
-            fut.result()
+    with worker_pool(workers) as pool:  # (a task that fails leaves its kernels to the run)
+        cf.wait([pool.submit(compile_kernels, group) for group in groups])
     return len(groups)
 
 
