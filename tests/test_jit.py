@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import shutil
+import sys
 from pathlib import Path
 
 import numba
@@ -103,3 +104,23 @@ def test_is_cached_follows_the_on_disk_cache(tmp_path: Path, monkeypatch) -> Non
     assert mod.twice(3) == 6
     assert is_cached(mod.twice)
     assert not is_cached(mod.twice.py_func)  # not a compiled function
+
+
+def test_a_package_module_loaded_under_another_name_is_not_cached() -> None:
+    """Run as a script (or ``python -m doctest file.py``) a kernel module of the package would
+    file code naming the other module in the shared cache, where the package could not load
+    it: such a copy compiles without the cache."""
+    import importlib.util
+
+    import lumoscore.sim.heaps as heaps
+
+    spec = importlib.util.spec_from_file_location("heaps_alias", heaps.__file__)
+    assert spec is not None and spec.loader is not None
+    alias = importlib.util.module_from_spec(spec)
+    sys.modules["heaps_alias"] = alias
+    try:
+        spec.loader.exec_module(alias)
+    finally:
+        del sys.modules["heaps_alias"]
+    assert type(alias.heap_set._cache).__name__ == "NullCache"
+    assert type(heaps.heap_set._cache).__name__ != "NullCache"

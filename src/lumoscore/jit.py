@@ -9,6 +9,10 @@ module it imports, followed through the modules that compile kernels themselves
 (:func:`source_digest`). An edit to any of them gives new cache entries; old ones are never
 loaded again.
 
+A module of the package loaded under another name (run as a script, or by ``python -m
+doctest`` on its file) compiles its kernels without the cache: Numba would file them where the
+package's own go, naming a module the package cannot import.
+
 Where the cache lives is Numba's choice: beside the sources (``__pycache__``) when that folder is
 writable (an editable install, a virtual environment), else the user's cache folder (for
 example ``~/.cache/numba`` for a system-wide install), or ``NUMBA_CACHE_DIR`` when it is set.
@@ -99,11 +103,16 @@ def cached_jit(fn_or_signature: Any = None, /, **options: Any) -> Any:
     def wrap(f: _F) -> Any:
         module = sys.modules.get(f.__module__)
         source = getattr(module, "__file__", None)
+        cache = True
         if source is not None and Path(source).resolve().is_relative_to(_ROOT):
             f.__qualname__ += f"__src{source_digest(Path(source).resolve())}"
+            # a module of the package run under another name (a script, ``python -m
+            # doctest file.py``) would file code that names that module where the package
+            # looks for its own, and the package could not load it: compiled, not cached
+            cache = f.__module__.startswith(_PACKAGE + ".")
         if signature is None:
-            return numba.njit(cache=True, **options)(f)
-        return numba.njit(signature, cache=True, **options)(f)
+            return numba.njit(cache=cache, **options)(f)
+        return numba.njit(signature, cache=cache, **options)(f)
 
     return wrap(fn_or_signature) if callable(fn_or_signature) else wrap
 
