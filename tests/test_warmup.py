@@ -57,6 +57,13 @@ def test_literal_recorded_as_its_type_and_others_refused() -> None:
         encode_types([types.List(types.int64)])
 
 
+def _python(code: str, *args: str, env: dict[str, str] | None = None) -> str:
+    """What ``python -c code args...`` prints (in a process of its own: a kernel cache of
+    its own when ``env`` sets ``NUMBA_CACHE_DIR``)."""
+    cmd = [sys.executable, "-c", code, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
+
+
 @cached_jit
 def _twice(x):  # pragma: no cover - compiled
     return 2 * x
@@ -141,11 +148,9 @@ print(json.dumps([[k.module, k.name, k.args, k.seconds > 0] for k in log.calls +
 
 def test_record_compiles_sees_a_package_kernel_compiled(tmp_path) -> None:
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}  # empty: it compiles
-    out = subprocess.run(
-        [sys.executable, "-c", _RECORD], capture_output=True, text=True, check=True, env=env
-    )
+    out = _python(_RECORD, env=env)
     arrays = [["int64", 1, "C"], ["uint8", 1, "C"]]
-    assert json.loads(out.stdout) == [["lumoscore.sim.solo", "any_marked", arrays, True]]
+    assert json.loads(out) == [["lumoscore.sim.solo", "any_marked", arrays, True]]
 
 
 def test_manifest_lists_the_default_experiment_and_resolves() -> None:
@@ -191,10 +196,7 @@ def test_manifest_covers_what_the_default_architectures_call() -> None:
     for cfg in expand(DEFAULT_EXPERIMENT):
         short = cfg.model_copy(update={"trace": cfg.trace.model_copy(update={"jobs": 150})})
         runs.append(short.model_dump_json())
-    out = subprocess.run(
-        [sys.executable, "-c", _OBSERVE, *runs], capture_output=True, text=True, check=True
-    )
-    seen = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    seen = set(json.loads(_python(_OBSERVE, *runs).strip().splitlines()[-1]))
     manifest = load_manifest()
     listed = {k.key for ks in manifest.calls.values() for k in ks}
     listed |= {k.key for k in manifest.inside}
@@ -222,7 +224,4 @@ print(json.dumps([n, len(log.calls)]))
 
 def test_compile_ahead_compiles_in_other_processes_into_the_cache(tmp_path) -> None:
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}  # empty
-    out = subprocess.run(
-        [sys.executable, "-c", _AHEAD], capture_output=True, text=True, check=True, env=env
-    )
-    assert json.loads(out.stdout) == [2, 0]
+    assert json.loads(_python(_AHEAD, env=env)) == [2, 0]

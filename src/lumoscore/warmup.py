@@ -271,10 +271,15 @@ def compile_kernels(kernels: Sequence[Kernel]) -> int:
     return done
 
 
+def _row(k: Kernel, seconds: bool) -> list[Any]:
+    """One manifest entry as JSON data (what :func:`_kernel` reads), with or without its
+    seconds."""
+    return [k.module, k.name, list(k.args)] + ([round(k.seconds, 2)] if seconds else [])
+
+
 def _entry(k: Kernel, seconds: bool) -> str:
     """One manifest entry, one line of JSON."""
-    e = [k.module, k.name, list(k.args)] + ([round(k.seconds, 2)] if seconds else [])
-    return json.dumps(e, separators=(",", ":"))
+    return json.dumps(_row(k, seconds), separators=(",", ":"))
 
 
 def _record_one(run_json: str) -> str:
@@ -286,9 +291,8 @@ def _record_one(run_json: str) -> str:
     cfg = RunConfig.model_validate_json(run_json)
     with record_compiles() as log:
         run_one(cfg)
-    calls = [json.loads(_entry(k, True)) for k in log.calls]
-    inside = [json.loads(_entry(k, False)) for k in log.inside]
-    return json.dumps({"calls": calls, "inside": inside})
+    calls = [_row(k, True) for k in log.calls]
+    return json.dumps({"calls": calls, "inside": [_row(k, False) for k in log.inside]})
 
 
 def _record(out: Path) -> None:
