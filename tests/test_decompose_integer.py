@@ -8,8 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lumoscore.decompose import (
+    BadShapeError,
     check_integer_decomposition,
     integer_decomposition,
+    integer_decomposition_entries,
     integer_decomposition_sparse,
 )
 
@@ -153,3 +155,25 @@ def test_huge_k_stays_sparse_and_balanced() -> None:
     assert (got == C).all()
     # each part's total is at most ceil(13 / K) = 1: no part holds two units
     assert np.unique(sparse.part).size == sparse.part.size == C.sum()
+
+
+@settings(max_examples=60, deadline=None)
+@given(C=integer_matrices(max_n=24), K=st.integers(1, 9), seed=st.integers(0, 2**32 - 1))
+def test_entries_give_the_dense_parts(C: np.ndarray, K: int, seed: int) -> None:
+    """The decomposition of COO entries (any order, zeros among them) is the dense one."""
+    rng = np.random.default_rng(seed)
+    r, c = np.nonzero(C | (rng.random(C.shape) < 0.1))  # (with some zero entries)
+    order = rng.permutation(r.size)
+    r, c = r[order], c[order]
+    got = integer_decomposition_entries(r, c, C[r, c], C.shape, K)
+    want = integer_decomposition_sparse(C, K)
+    for name in ("part", "row", "col", "value"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+    assert got.shape == want.shape
+
+
+def test_entries_reject_a_position_twice_or_outside() -> None:
+    with pytest.raises(BadShapeError, match="listed twice"):
+        integer_decomposition_entries([0, 0], [1, 1], [1, 2], (2, 2), 2)
+    with pytest.raises(BadShapeError, match="within the shape"):
+        integer_decomposition_entries([2], [0], [1], (2, 2), 2)

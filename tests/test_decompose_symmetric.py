@@ -15,6 +15,7 @@ from lumoscore.decompose import (
     check_symmetric_decomposition,
     symmetric_decomposition,
     symmetric_decomposition_batch,
+    symmetric_split_entries,
 )
 
 
@@ -250,3 +251,24 @@ def test_batch_errors_name_the_matrix() -> None:
         symmetric_decomposition_batch(good)
     with pytest.raises(BadShapeError, match="prefer"):
         symmetric_decomposition_batch(good[None], prefer=np.zeros((1, 3, 3)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(C=symmetric_matrices(max_n=24), seed=st.integers(0, 2**32 - 1))
+def test_split_entries_give_the_dense_split(C: np.ndarray, seed: int) -> None:
+    """The split of the upper entries (any order, zeros among them) is the dense one's."""
+    np.fill_diagonal(C, 0)
+    rng = np.random.default_rng(seed)
+    i, j = np.nonzero(np.triu(C + (rng.random(C.shape) < 0.1), 1))
+    order = rng.permutation(i.size)
+    i, j, c, a = symmetric_split_entries(C.shape[0], i[order], j[order], C[i[order], j[order]])
+    A = np.zeros_like(C)
+    A[i, j], A[j, i] = a, c - a
+    assert np.array_equal(A, symmetric_decomposition(C))
+
+
+def test_split_entries_reject_pairs_off_the_upper_triangle() -> None:
+    with pytest.raises(BadShapeError, match="0 <= i < j"):
+        symmetric_split_entries(3, [1], [1], [2])
+    with pytest.raises(BadShapeError, match="listed twice"):
+        symmetric_split_entries(3, [0, 0], [1, 1], [2, 2])

@@ -103,8 +103,9 @@ def test_share_paths_fits_and_is_near_optimal(seed: int) -> None:
     pairs = list(itertools.combinations(range(4), 2))
     old = rng.integers(0, 3, len(pairs))
     new = rng.integers(0, 3, len(pairs))
-    for (a, b), o in zip(pairs, old, strict=True):
-        state.L[a, b] = state.L[b, a] = o
+    ra = np.array([p[0] for p in pairs])
+    ca = np.array([p[1] for p in pairs])
+    state.add_demand(-1, _part(np.r_[ra, ca], np.r_[ca, ra], np.r_[old, old]))  # old jobs
     r = np.array([p[0] for p in pairs])
     c = np.array([p[1] for p in pairs])
     keep = new > 0
@@ -251,8 +252,9 @@ def test_contention_report_when_spines_run_out_of_ports() -> None:
     spec = ClusterSpec(pods=3, k_leaf=2, k_spine=2, tau=1, gpus_per_server=1, ocs_ports=3)
     wiring = build_wiring(spec, "cross")
     state = ClusterState.empty(spec)
-    for x, y in [(0, 2), (2, 4), (0, 4)]:
-        state.L[x, y] = state.L[y, x] = 1
+    pairs = [(0, 2), (2, 4), (0, 4)]
+    rows = [x for x, y in pairs] + [y for x, y in pairs]
+    state.add_demand(0, _part(rows, rows[3:] + rows[:3], [1] * 6))  # (L: the jobs' parts)
     rec = reconfigure(state, wiring=wiring)
     assert rec.logical.max_contention == 2
     C = rec.logical.C

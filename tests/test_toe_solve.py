@@ -22,7 +22,7 @@ from lumoscore.toe import (
 from lumoscore.toe.errors import CurrentConfigError, DemandError, WiringMismatchError
 from lumoscore.toe.mdmcf import merge_decompose
 from lumoscore.toe.model import PortModel, channel_counts, sort_rows
-from lumoscore.toe.solve import _mdmcf_counts, _other_bipartitions, forward_split
+from lumoscore.toe.solve import SMALL_UNITS, _mdmcf_counts, _other_bipartitions, forward_split
 from lumoscore.topology import build_wiring, verify_circuits
 
 
@@ -174,15 +174,48 @@ def test_verifier_agrees_with_topology_verifier_on_corruptions(seed: int, how: s
 
 
 # ---- mdmcf: the bipartitions it skips cannot change its answer --------------------------------
-def _all_bipartitions(C: np.ndarray, model, cur: np.ndarray) -> np.ndarray:
+def _dense_other_bipartitions(A, u, x, best, model, n_ch, *, at_bound: bool) -> np.ndarray:
+    """Reference for ``_other_bipartitions`` on dense ``(H, n_chan, P, P)`` arrays: the peel
+    split in each channel order through :func:`merge_decompose`, kept per group where it
+    rewires less (``REFINE_ROUNDS`` is 0)."""
+    H, n_chan = model.groups, model.channels
+    orders = [] if at_bound else [np.broadcast_to(np.arange(n_chan), (H, n_chan))]
+    if orders and (n_ch == n_chan).all() and A.sum() <= SMALL_UNITS:
+        overlap = np.minimum(u, A[:, None]).sum(axis=(2, 3))
+        orders.append(np.argsort(-overlap, axis=1, kind="stable"))
+        rng = np.random.default_rng(0)
+        orders += [np.argsort(rng.random((H, n_chan)), axis=1) for _ in range(2)]
+    for order in orders:
+        uo = np.take_along_axis(u, order[:, :, None, None], axis=1)
+        co = np.take_along_axis(model.cap, order[:, :, None, None], axis=1)
+        yo = merge_decompose(A, uo, co, n_channels=n_ch, split="peel")
+        y = np.empty_like(yo)
+        np.put_along_axis(y, order[:, :, None, None], yo, axis=1)
+        cost = np.abs(y - u).sum(axis=(1, 2, 3))
+        x = np.where((cost < best)[:, None, None, None], y, x)
+        best = np.minimum(cost, best)
+    return x
+
+
+def _all_bipartitions(C: np.ndarray, model, cur: np.ndarray, *, dense: bool = True) -> np.ndarray:
     """``mdmcf`` counts running every bipartition (halves, then the peel orders), keeping per
-    group the least rewiring: the procedure without the lower-bound shortcut."""
+    group the least rewiring: the procedure without the lower-bound shortcut (``dense``: by
+    the dense reference, else by ``_other_bipartitions`` on the entries)."""
     u = channel_counts(model, cur)[:, :, 0]
     A = forward_split(C, u.sum(axis=1))
     n_ch = (model.chan_ocs[:, :, 0] >= 0).sum(axis=1)
     x = merge_decompose(A, u, model.cap, n_channels=n_ch, split="halves")
     best = np.abs(x - u).sum(axis=(1, 2, 3))
-    return _other_bipartitions(A, u, x, best, model, n_ch, at_bound=False)
+    if dense:
+        return _dense_other_bipartitions(A, u, x, best, model, n_ch, at_bound=False)
+    ek, uk, xk = (np.flatnonzero(m) for m in (A, u, x))
+    keys, vals = _other_bipartitions(
+        ek, A.reshape(-1)[ek], uk, u.reshape(-1)[uk], xk, x.reshape(-1)[xk], best, model, n_ch,
+        at_bound=False,
+    )  # fmt: skip
+    out = np.zeros(x.size, np.int64)
+    out[keys] = vals
+    return out.reshape(x.shape)
 
 
 @settings(max_examples=30, deadline=None)
@@ -204,7 +237,9 @@ def test_mdmcf_counts_equal_the_full_bipartition_search(seed, P, half_k, H, chan
     C2 = np.stack([random_demand(P, K, rng, previous=c, change=change) for c in C])
     model = PortModel.from_wiring(w)
     got = _mdmcf_counts(C2, model, cur, np.arange(H))
-    assert (got == _all_bipartitions(C2, model, cur)).all()
+    full = _all_bipartitions(C2, model, cur)
+    assert (got == full).all()
+    assert (_all_bipartitions(C2, model, cur, dense=False) == full).all()  # on the entries
     u = channel_counts(model, cur)[:, :, 0]
     A = got.sum(axis=1)
     assert (np.abs(got - u).sum(axis=(1, 2, 3)) >= np.abs(A - u.sum(axis=1)).sum(axis=(1, 2))).all()

@@ -6,10 +6,12 @@ with OR-Tools' min-cost flow:
 
 * :func:`symmetric_decomposition` -- ``C = A + A.T`` with balanced row/column sums
   (entrywise balanced by default, or closest to a preferred ``A``);
-  :func:`symmetric_decomposition_batch` splits a stack of matrices in one flow.
+  :func:`symmetric_decomposition_batch` splits a stack of matrices in one flow;
+  :func:`symmetric_split_entries` a sparse matrix given by its entries.
 * :func:`integer_decomposition` -- ``C = X[0] + ... + X[K-1]`` with every part's entries,
   row sums and column sums within ``floor``/``ceil`` of ``1/K`` of ``C``'s;
-  :func:`integer_decomposition_sparse` returns the same parts as COO arrays.
+  :func:`integer_decomposition_sparse` returns the same parts as COO arrays;
+  :func:`integer_decomposition_entries` also takes the matrix as COO entries.
 * :func:`check_symmetric_decomposition`, :func:`check_integer_decomposition` -- vectorized
   checkers returning human-readable violations (empty list = valid).
 
@@ -38,12 +40,14 @@ from lumoscore.decompose.integer import (
     SparseParts,
     check_integer_decomposition,
     integer_decomposition,
+    integer_decomposition_entries,
     integer_decomposition_sparse,
 )
 from lumoscore.decompose.symmetric import (
     check_symmetric_decomposition,
     symmetric_decomposition,
     symmetric_decomposition_batch,
+    symmetric_split_entries,
 )
 
 __all__ = [
@@ -57,7 +61,9 @@ __all__ = [
     "check_integer_decomposition",
     "check_symmetric_decomposition",
     "integer_decomposition",
+    "integer_decomposition_entries",
     "integer_decomposition_sparse",
     "symmetric_decomposition",
     "symmetric_decomposition_batch",
+    "symmetric_split_entries",
 ]

@@ -63,6 +63,7 @@ __all__ = [
     "symmetric_decomposition",
     "symmetric_decomposition_batch",
     "symmetric_pairs_batch",
+    "symmetric_split_entries",
 ]
 
 
@@ -176,6 +177,51 @@ def symmetric_decomposition(C: Any, *, prefer: Any = None) -> np.ndarray:
     A[i, j] = a
     A[j, i] = c - a
     return A
+
+
+def symmetric_split_entries(
+    n: int, i: Any, j: Any, c: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`symmetric_decomposition` of the ``n x n`` symmetric matrix with a zero diagonal
+    whose upper entries are ``C[i, j] = c`` (``i < j``), in time that grows with the entries,
+    not with ``n^2``.
+
+    Returns ``(i, j, c, a)``: the entries in row-major order (zeros dropped) and
+    ``a = A[i, j]`` (so ``A[j, i] = c - a``), exactly the entries of the dense result.
+
+    Raises
+    ------
+    BadShapeError
+        ``i``, ``j``, ``c`` of different lengths, a pair not in the upper triangle of an
+        ``n x n`` matrix, or a pair listed twice.
+    NegativeEntriesError, NonIntegerError
+        ``c`` is not a non-negative integer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> C = np.array([[0, 3, 1], [3, 0, 0], [1, 0, 0]])
+    >>> i, j, c, a = symmetric_split_entries(3, [0, 0], [1, 2], [3, 1])
+    >>> A = np.zeros((3, 3), np.int64); A[i, j] = a; A[j, i] = c - a
+    >>> np.array_equal(A, symmetric_decomposition(C))
+    True
+    """
+    n = int(n)
+    i, j = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (i, j))
+    c = as_integer_matrix(np.asarray(c).reshape(-1), name="c", ndim=1)
+    if not (i.size == j.size == c.size):
+        raise BadShapeError(f"i, j, c: lengths {i.size}, {j.size}, {c.size} differ")
+    if i.size and (i.min() < 0 or j.max() >= n or not (i < j).all()):
+        raise BadShapeError(f"i, j: pairs must satisfy 0 <= i < j < n = {n}")
+    key = i * n + j
+    order = np.argsort(key, kind="stable")
+    if key.size > 1 and (np.diff(key[order]) == 0).any():
+        raise BadShapeError("i, j: a pair is listed twice")
+    order = order[c[order] != 0]
+    i, j, c = i[order], j[order], c[order]
+    rows = np.bincount(i, weights=c, minlength=n) + np.bincount(j, weights=c, minlength=n)
+    a = _split_pairs(n, i, j, c, None, None, rows.astype(np.int64), np.zeros(n, np.int64))
+    return i, j, c, a
 
 
 def symmetric_decomposition_batch(C: Any, *, prefer: Any = None) -> np.ndarray:

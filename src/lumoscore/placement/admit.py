@@ -232,10 +232,19 @@ class Admission:
         return None if self.reconfiguration is None else self.reconfiguration.plan
 
 
-def feasible_demand(C: Any, k_spine: Any, rows: IntArray | None = None) -> IntArray:
+def feasible_demand(
+    C: Any,
+    k_spine: Any,
+    rows: IntArray | None = None,
+    *,
+    entries: tuple[IntArray, IntArray] | None = None,
+) -> IntArray:
     """Scale ``C`` down symmetrically so no spine needs more than ``k_spine`` OCS ports
     (one number, or ``(H, P)`` per spine: its working ports), keeping every pod pair of
-    ``C`` connected (``rows``: ``C.sum(axis=2)`` when the caller knows it).
+    ``C`` connected (``rows``: ``C.sum(axis=2)`` when the caller knows it; ``entries``: the
+    non-zero entries of ``C`` as flat keys and values, e.g.
+    :meth:`~lumoscore.topology.LogicalTopology.pod_entries`, for a scaling that grows
+    with them rather than with ``H P^2``).
 
     A pod pair whose requirements are scaled down must keep at least one circuit: the jobs'
     flows between the two pods need one (LumosCore §4.2: the logical topology serves every
@@ -264,6 +273,10 @@ def feasible_demand(C: Any, k_spine: Any, rows: IntArray | None = None) -> IntAr
     k_spine = np.broadcast_to(np.asarray(k_spine, dtype=np.int64), rows.shape)
     if (rows <= k_spine).all():
         return Cm
+    if entries is not None:
+        out = _scaled_entries(Cm.shape, entries, k_spine)
+        if out is not None:
+            return out
     pos = Cm > 0
     partners = pos.sum(axis=2)
     extra = np.maximum(Cm - 1, 0)
@@ -292,6 +305,32 @@ def feasible_demand(C: Any, k_spine: Any, rows: IntArray | None = None) -> IntAr
         for i, j in zip(ii.tolist(), jj.tolist(), strict=True):
             progress |= _connect(out, i, j, k_spine)
     return out
+
+
+def _scaled_entries(
+    shape: tuple[int, ...], entries: tuple[IntArray, IntArray], k_spine: IntArray
+) -> IntArray | None:
+    """:func:`feasible_demand`'s scaling computed on the non-zero entries of ``C`` (flat
+    keys, values), or None when some spine still has more partners than ports (the greedy
+    over the overflow then runs on the whole matrix). Every entry keeps at least one circuit,
+    so no pod pair is left to reconnect."""
+    H, P, _ = shape
+    key, c = entries
+    hi = key // P  # spine (h, i) of each entry, as h * P + i
+    j = key % P
+    partners = np.bincount(hi, minlength=H * P).reshape(H, P)
+    extra = c - 1
+    extra_rows = np.bincount(hi, weights=extra, minlength=H * P).reshape(H, P)
+    budget = np.maximum(k_spine - partners, 0)
+    s = np.minimum(1.0, budget / np.maximum(extra_rows, 1))
+    sf = s.reshape(-1)
+    f = np.minimum(sf[hi], sf[(hi // P) * P + j])
+    val = 1 + np.floor(extra * f + 1e-9).astype(np.int64)
+    if (np.bincount(hi, weights=val, minlength=H * P).reshape(H, P) > k_spine).any():
+        return None
+    out = np.zeros(H * P * P, np.int64)
+    out[key] = val
+    return out.reshape(H, P, P)
 
 
 def _freeable(out: IntArray, h: int, x: int) -> int:
@@ -357,7 +396,10 @@ def reconfigure(
     cap = state.link_capacity()
     if logical is None:  # a fresh split: the jobs' incremental parts are no longer separable
         state.job_split.clear()
-    topo = logical or design_logical_topology(state.L, spec, method=method, capacity=cap)
+    # (L from the running jobs' parts: ClusterState's invariant, without a pass over L)
+    topo = logical or design_logical_topology(
+        state.demand_entries(), spec, method=method, capacity=cap
+    )
     t1 = time.perf_counter()
     notes: list[str] = []
     if wiring is None:
@@ -370,7 +412,7 @@ def reconfigure(
     if static:
         demand = port_mesh(spec, ports)
     elif not _fits(rows, ports):
-        demand = feasible_demand(topo.C, ports, rows=rows)
+        demand = feasible_demand(topo.C, ports, rows=rows, entries=topo.pod_entries())
         if np.array_equal(demand, topo.C):
             demand = None
     scaled = not static and demand is not None

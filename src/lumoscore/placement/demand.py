@@ -246,7 +246,8 @@ def share_paths(
     >>> from lumoscore.placement.state import ClusterState, DemandPart
     >>> st = ClusterState.empty(ClusterSpec(pods=2, k_leaf=4, k_spine=2, tau=1,
     ...                                     gpus_per_server=1))
-    >>> st.L[0, 2] = st.L[2, 0] = 3                       # old jobs: 3 links leaf 0 - leaf 2
+    >>> old = DemandPart(np.array([0, 2]), np.array([2, 0]), np.array([3, 3]), np.ones(2, int))
+    >>> st.add_demand(1, old)                             # old jobs: 3 links leaf 0 - leaf 2
     >>> new = DemandPart(np.array([0, 2, 0, 3]), np.array([2, 0, 3, 0]), np.array([2, 2, 1, 1]),
     ...                  np.array([5, 5, 1, 1]))
     >>> out = share_paths(st, new)                        # leaf 0 would need 6 > 4 links

@@ -7,7 +7,10 @@ A :class:`ClusterState` holds, as NumPy arrays,
   until the job is released);
 * ``placements`` -- every running job's :class:`Placement` (GPU ids in rank order);
 * ``L`` -- the current leaf-level cross-pod demand (``leaves x leaves``, symmetric ``int64``),
-  the sum over running jobs of their parts ``job_demand[job_id] = (rows, cols, values)``;
+  the sum over running jobs of their parts ``job_demand[job_id] = (rows, cols, values)``:
+  read-only, changed by :meth:`~ClusterState.add_demand` and
+  :meth:`~ClusterState.remove_demand` only (so that the parts can stand for it:
+  :meth:`~ClusterState.demand_entries`);
 * ``circuits`` -- the OCS configuration deployed now (``(n, 6)`` rows of
   :mod:`lumoscore.toe`), ``logical`` -- the logical topology it realizes, ``job_split`` -- the
   part of ``logical`` each job added incrementally (removed exactly when it finishes; cleared
@@ -215,6 +218,13 @@ class ClusterState:
     spine_ports: IntArray | None = None
 
     # ---- construction -----------------------------------------------------------------
+    def __post_init__(self) -> None:
+        # L is changed through the demand parts only (add_demand, remove_demand): the
+        # state writes its own array, the attribute is a read-only view of it
+        self._L = np.require(self.L, np.int64, ["C", "W"])
+        self.L = self._L.view()
+        self.L.flags.writeable = False
+
     @classmethod
     def empty(cls, spec: ClusterSpec, *, rail_optimized: bool = False) -> ClusterState:
         """An idle cluster (no jobs, no failures, no circuits).
@@ -344,15 +354,29 @@ class ClusterState:
     def add_demand(self, job_id: int, demand: DemandPart) -> None:
         """Record a running job's demand part and add it to ``L`` (replaces an older part)."""
         self.remove_demand(job_id)
-        np.add.at(self.L, (demand.rows, demand.cols), demand.values)
+        np.add.at(self._L, (demand.rows, demand.cols), demand.values)
         self.job_demand[job_id] = demand
 
     def remove_demand(self, job_id: int) -> DemandPart | None:
         """Subtract a job's demand part from ``L`` and forget it; returns it (or None)."""
         part = self.job_demand.pop(job_id, None)
         if part is not None:
-            np.subtract.at(self.L, (part.rows, part.cols), part.values)
+            np.subtract.at(self._L, (part.rows, part.cols), part.values)
         return part
+
+    def demand_entries(self) -> tuple[IntArray, IntArray, IntArray]:
+        """``L`` as COO entries ``(rows, cols, values)``: the running jobs' parts side by
+        side (a position may repeat: the entries sum to ``L``), in time that grows with the
+        parts, not with ``L``'s ``leaves^2`` entries (what
+        :func:`~lumoscore.topology.design_logical_topology` takes)."""
+        parts = list(self.job_demand.values())
+        if not parts:
+            return _empty_int(), _empty_int(), _empty_int()
+        return (
+            np.concatenate([p.rows for p in parts]).astype(np.int64, copy=False),
+            np.concatenate([p.cols for p in parts]).astype(np.int64, copy=False),
+            np.concatenate([p.values for p in parts]).astype(np.int64, copy=False),
+        )
 
     def hand_over(self, job_id: int) -> bool:
         """Before job ``job_id`` leaves: every leaf pair another running job leans on (its

@@ -45,7 +45,7 @@ from lumoscore.decompose import integer_decomposition, symmetric_decomposition_b
 from lumoscore.decompose.symmetric import symmetric_pairs_batch
 from lumoscore.errors import ConfigError, InfeasibleError
 from lumoscore.toe.errors import CurrentConfigError, WiringMismatchError
-from lumoscore.toe.mdmcf import merge_decompose, refine_pairs, split_entries
+from lumoscore.toe.mdmcf import refine_pairs, split_entries
 from lumoscore.toe.model import (
     PortModel,
     assemble_circuits,
@@ -310,54 +310,78 @@ def _mdmcf_sparse(
     )
     if (best == bound).all() and not REFINE_ROUNDS:
         return xk, xv
-    A = np.zeros(H * PP, dtype=np.int64)
-    A[ek] = ea
-    x = np.zeros(H * n_chan * PP, dtype=np.int64)
-    x[xk] = xv
-    u = np.zeros(H * n_chan * PP, dtype=np.int64)
-    u[uk] = un
-    x = _other_bipartitions(
-        A.reshape(H, P, P), u.reshape(H, n_chan, P, P), x.reshape(H, n_chan, P, P),
-        best.astype(np.int64), model, n_ch, at_bound=bool((best == bound).all()),
-    )  # fmt: skip
-    keys = np.flatnonzero(x)
-    return keys, x.reshape(-1)[keys]
+    return _other_bipartitions(
+        ek, ea, uk, un, xk, xv, best, model, n_ch, at_bound=bool((best == bound).all())
+    )
 
 
 def _other_bipartitions(
-    A: IntArray,
-    u: IntArray,
-    x: IntArray,
-    best: IntArray,
+    ek: IntArray,
+    ea: IntArray,
+    uk: IntArray,
+    un: IntArray,
+    xk: IntArray,
+    xv: IntArray,
+    best: Any,
     model: PortModel,
     n_ch: IntArray,
     *,
     at_bound: bool,
-) -> IntArray:
+) -> tuple[IntArray, IntArray]:
     """Algorithm 1 allows any bipartition: the peel splits in several channel orders (unless
     every group is ``at_bound``), keeping per group the least rewiring; then
-    :data:`REFINE_ROUNDS` of :func:`~lumoscore.toe.mdmcf.refine_pairs`."""
-    H, n_chan = model.groups, model.channels
+    :data:`REFINE_ROUNDS` of :func:`~lumoscore.toe.mdmcf.refine_pairs`.
+
+    On the entries only: ``A`` as flat keys into ``(H, P, P)`` and values (``ek``, ``ea``),
+    the current circuits ``u`` and the halves split ``x`` as flat keys into
+    ``(H, n_chan, P, P)`` and values (all keys ascending), ``best`` the rewiring of ``x`` per
+    group. Returns the chosen ``x`` likewise."""
+    H, n_chan, P = model.groups, model.channels, model.pods
+    PP = P * P
+    u_h, u_ij = uk // (n_chan * PP), uk % PP
     orders: list[Any] = []
     if not at_bound:
         orders.append(np.broadcast_to(np.arange(n_chan), (H, n_chan)))
-    if orders and (n_ch == n_chan).all() and A.sum() <= SMALL_UNITS:
-        overlap = np.minimum(u, A[:, None]).sum(axis=(2, 3))
+    if orders and (n_ch == n_chan).all() and ea.sum() <= SMALL_UNITS:
+        # overlap[h, c] = sum_ij min(u[h, c, i, j], A[h, i, j])
+        both = np.minimum(un, _lookup(ek, ea, u_h * PP + u_ij))
+        per = u_h * n_chan + uk // PP % n_chan
+        overlap = np.bincount(per, weights=both, minlength=H * n_chan).reshape(H, n_chan)
         orders.append(np.argsort(-overlap, axis=1, kind="stable"))
         rng = np.random.default_rng(0)
         orders += [np.argsort(rng.random((H, n_chan)), axis=1) for _ in range(2)]
+    e_h, e_ij = ek // PP, ek % PP
+    e_u = _lookup(uk, un, (e_h[:, None] * n_chan + np.arange(n_chan)) * PP + e_ij[:, None])
+    u_tot = np.bincount(u_h, weights=un, minlength=H)
     for order in orders:
-        uo = np.take_along_axis(u, order[:, :, None, None], axis=1)
+        # the channels in this order: the peel splits channel order[h, 0] off first
+        eo = np.take_along_axis(e_u, order[e_h], axis=1)
         co = np.take_along_axis(model.cap, order[:, :, None, None], axis=1)
-        yo = merge_decompose(A, uo, co, n_channels=n_ch, split="peel")
-        y = np.empty_like(yo)
-        np.put_along_axis(y, order[:, :, None, None], yo, axis=1)
-        cost = np.abs(y - u).sum(axis=(1, 2, 3))
-        x = np.where((cost < best)[:, None, None, None], y, x)
+        y_h, y_c, y_i, y_j, y_v = split_entries(
+            e_h, e_ij // P, e_ij % P, ea, eo, co, n_ch, split="peel"
+        )
+        yk = ((y_h * n_chan + order[y_h, y_c]) * P + y_i) * P + y_j
+        # rewiring sum |y - u| per group = sum y + sum u - 2 sum min(y, u)
+        same = np.minimum(y_v, _lookup(uk, un, yk))
+        cost = np.bincount(y_h, weights=y_v - 2 * same, minlength=H) + u_tot
+        take = cost < best
+        keep = ~take[xk // (n_chan * PP)]
+        mine = take[y_h]
+        xk = np.concatenate([xk[keep], yk[mine]])
+        xv = np.concatenate([xv[keep], y_v[mine]])
+        at = np.argsort(xk)
+        xk, xv = xk[at], xv[at]
         best = np.minimum(cost, best)
     if REFINE_ROUNDS and (n_ch == n_ch[0]).all():
-        x = refine_pairs(x, u, model.cap, rounds=REFINE_ROUNDS, rng=0)
-    return x
+        dense = np.zeros((2, H * n_chan * PP), np.int64)
+        dense[0, xk], dense[1, uk] = xv, un
+        x = refine_pairs(
+            dense[0].reshape(H, n_chan, P, P), dense[1].reshape(H, n_chan, P, P), model.cap,
+            rounds=REFINE_ROUNDS, rng=0,
+        ).reshape(-1)  # fmt: skip
+        xk = np.flatnonzero(x)
+        xv = x[xk]
+    return xk, xv
 
 
 def _mdmcf_counts(C: IntArray, model: PortModel, current: Any, groups: IntArray) -> IntArray:

@@ -60,7 +60,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from ortools.sat.python import cp_model
 
-from lumoscore.decompose import integer_decomposition_sparse, symmetric_decomposition
+from lumoscore.decompose import integer_decomposition_entries, symmetric_split_entries
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError, SolverError
 from lumoscore.topology.cluster import ClusterSpec
 from lumoscore.topology.kernels import greedy_assign, merge_split
@@ -155,6 +155,19 @@ class LogicalTopology:
             np.add.at(C, (self.h * P + self.a // per) * P + self.b // per, self.value)
             object.__setattr__(self, "pod_counts", C.reshape(H, P, P))
         return self.pod_counts  # type: ignore[return-value]
+
+    def pod_entries(self) -> tuple[IntArray, IntArray]:
+        """The non-zero entries of :attr:`C`: flat keys into ``(H, P, P)`` (ascending) and
+        their values, from the leaf-level entries (without building ``C``)."""
+        known = self.pod_counts if self.pod_counts is not None else self.row_sums
+        assert known is not None  # (row_sums is set whenever C is not: apply_split)
+        P = known.shape[1]
+        per = self.leaf_up.shape[0] // P
+        key = (self.h * P + self.a // per) * P + self.b // per
+        uk, inv = np.unique(key, return_inverse=True)
+        val = np.bincount(inv.reshape(-1), weights=self.value, minlength=uk.size)
+        nz = val != 0
+        return uk[nz], val[nz].astype(np.int64)
 
     def spine_row_sums(self) -> IntArray:
         """``(H, P)``: the OCS ports each spine needs, ``sum_j C_ijh``."""
@@ -356,14 +369,14 @@ def heuristic_decomposition(L: Any, spec: ClusterSpec, *, capacity: Any = None) 
     r, c, v = _coo(L, spec)
     if v.size == 0:
         return _empty(spec, cap, "heuristic")
+    # the leaves with demand, numbered 0..m-1; both decompositions work on the entries only
     act, inv = np.unique(np.concatenate([r, c]), return_inverse=True)
     m = act.size
-    ri, ci = inv[: r.size], inv[r.size :]
-    Lc = np.zeros((m, m), np.int64)
-    Lc[ri, ci] = v
-    Lc[ci, ri] = v
-    A = symmetric_decomposition(Lc)
-    parts = integer_decomposition_sparse(A, spec.ocs_groups)
+    i, j, c2, a = symmetric_split_entries(m, inv[: r.size], inv[r.size :], v)
+    parts = integer_decomposition_entries(
+        np.concatenate([i, j]), np.concatenate([j, i]), np.concatenate([a, c2 - a]), (m, m),
+        spec.ocs_groups,
+    )  # fmt: skip
     pa, pb, ph, pv = act[parts.row], act[parts.col], parts.part, parts.value
     return _build(
         np.concatenate([pa, pb]),
