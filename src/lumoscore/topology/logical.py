@@ -100,8 +100,8 @@ class LogicalTopology:
         entries only, sorted by ``(a, b, h)``.
     C : ndarray of int64
         ``(H, P, P)`` logical topology (Eq. 7), the demand of :func:`lumoscore.toe.configure`.
-        A topology made by :func:`apply_split` computes it from the entries at the first
-        access (an admission that needs only what changed never builds it).
+        Computed from the entries at the first access (an admission that needs only what
+        changed, or a design compared and dropped, never builds it).
     leaf_up, leaf_down : ndarray of int64
         ``(leaves, H)``: requirements on the links leaf -> spine (``sum_b L_abh``) and
         spine -> leaf (``sum_b L_bah``).
@@ -121,11 +121,10 @@ class LogicalTopology:
         ``C`` can differ from that of the topology it started from, and the difference
         there (what a caller comparing the two needs; the rest of ``C`` is the same).
     row_sums : ndarray or None
-        ``(H, P)`` ``sum_j C_ijh`` when known (kept up to date by :func:`apply_split`);
-        :meth:`spine_row_sums` computes it otherwise.
+        ``(H, P)`` ``sum_j C_ijh`` when known (set by the algorithms here, kept up to date
+        by :func:`apply_split`); :meth:`spine_row_sums` computes it otherwise.
     pod_counts : ndarray or None
-        ``C`` once built (None until :attr:`C` is read, for a topology of
-        :func:`apply_split`).
+        ``C`` once built (None until :attr:`C` is read).
     """
 
     a: IntArray
@@ -148,7 +147,7 @@ class LogicalTopology:
     def C(self) -> IntArray:
         """``(H, P, P)`` logical topology (Eq. 7); see the class."""
         if self.pod_counts is None:
-            assert self.row_sums is not None  # (set whenever C is not: apply_split)
+            assert self.row_sums is not None  # (set whenever C is not)
             H, P = self.row_sums.shape
             per = self.leaf_up.shape[0] // P
             C = np.zeros(H * P * P, np.int64)
@@ -160,7 +159,7 @@ class LogicalTopology:
         """The non-zero entries of :attr:`C`: flat keys into ``(H, P, P)`` (ascending) and
         their values, from the leaf-level entries (without building ``C``)."""
         known = self.pod_counts if self.pod_counts is not None else self.row_sums
-        assert known is not None  # (row_sums is set whenever C is not: apply_split)
+        assert known is not None  # (row_sums is set whenever C is not)
         P = known.shape[1]
         per = self.leaf_up.shape[0] // P
         key = (self.h * P + self.a // per) * P + self.b // per
@@ -326,9 +325,9 @@ def _build(
     ab = uk // H
     aa, bb = ab // n, ab % n
     per = spec.leaves_per_pod
-    # (integer adds into zeros: no float array of H P^2 entries to convert)
-    C = np.zeros(H * P * P, np.int64)
-    np.add.at(C, (hh * P + aa // per) * P + bb // per, val)
+    # C (H P^2 entries) is built at the first access (C property): a candidate design that is
+    # compared and dropped, or one whose caller reads the row sums only, never builds it
+    rows = np.bincount(hh * P + aa // per, weights=val, minlength=H * P).astype(np.int64)
     up = np.bincount(aa * H + hh, weights=val, minlength=n * H).astype(np.int64)
     down = np.bincount(bb * H + hh, weights=val, minlength=n * H).astype(np.int64)
     return LogicalTopology(
@@ -336,7 +335,7 @@ def _build(
         b=bb,
         h=hh,
         value=val,
-        pod_counts=C.reshape(H, P, P),
+        row_sums=rows.reshape(H, P),
         leaf_up=up.reshape(n, H),
         leaf_down=down.reshape(n, H),
         capacity=cap,
