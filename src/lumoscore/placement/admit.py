@@ -333,6 +333,20 @@ def _scaled_entries(
     return out.reshape(H, P, P)
 
 
+def _scaled_topology(topo: LogicalTopology, ports: Any, rows: IntArray) -> IntArray | None:
+    """:func:`feasible_demand` of ``topo.C`` (row sums ``rows``), or None when that leaves it
+    as it is; on ``C``'s entries when no spine has more partners than ports (then neither
+    ``C`` nor a comparison with it is built: the scaled matrix has ``C``'s support)."""
+    key, val = topo.pod_entries()
+    H, P = rows.shape
+    k_spine = np.broadcast_to(np.asarray(ports, dtype=np.int64), rows.shape)
+    demand = _scaled_entries((H, P, P), (key, val), k_spine)
+    if demand is None:
+        demand = feasible_demand(topo.C, ports, rows=rows)
+        return None if np.array_equal(demand, topo.C) else demand
+    return None if np.array_equal(demand.reshape(-1)[key], val) else demand
+
+
 def _freeable(out: IntArray, h: int, x: int) -> int:
     """A partner ``m`` of spine ``(x, h)`` whose circuit can go without disconnecting pods ``x``
     and ``m`` (a second circuit in group ``h`` or a circuit in another group), else -1."""
@@ -412,9 +426,7 @@ def reconfigure(
     if static:
         demand = port_mesh(spec, ports)
     elif not _fits(rows, ports):
-        demand = feasible_demand(topo.C, ports, rows=rows, entries=topo.pod_entries())
-        if np.array_equal(demand, topo.C):
-            demand = None
+        demand = _scaled_topology(topo, ports, rows)
     scaled = not static and demand is not None
     if scaled:
         notes.append("logical topology scaled down to the spines' OCS ports (contention)")
