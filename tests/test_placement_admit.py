@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
@@ -207,6 +208,23 @@ def test_random_admission_sequences(events: list, mode: str) -> None:
                 assert msgs == [] and topo.contention_free  # Theorem 4.1
             if topo.contention_free:  # the OCS configuration realizes C exactly
                 assert verify_configuration(WIRING, state.circuits, topo.C) == []
+
+
+def test_l_changes_through_the_demand_parts_only() -> None:
+    """L is a read-only view, the sum of the running jobs' parts (demand_entries)."""
+    state = ClusterState.empty(SPEC)
+    state.add_demand(3, _part([0, 4, 0, 8], [4, 0, 8, 0], [2, 2, 1, 1]))
+    state.add_demand(5, _part([0, 4], [4, 0], [1, 1]))
+    with pytest.raises(ValueError, match="read-only"):
+        state.L[0, 4] = 7
+    r, c, v = state.demand_entries()
+    L = np.zeros_like(state.L)
+    np.add.at(L, (r, c), v)
+    assert np.array_equal(L, state.L) and state.L[0, 4] == 3
+    state.remove_demand(3)
+    assert state.L[0, 4] == 1 and state.copy().L[0, 4] == 1
+    with pytest.raises(ValueError, match="read-only"):
+        state.copy().L[0, 4] = 7
 
 
 def test_tau1_admission_and_staged_plan() -> None:
