@@ -215,6 +215,13 @@ def test_extend_and_shrink_keep_constraints(spec: ClusterSpec, seed: int, fill: 
     msgs = check_logical_topology(base + add - rem, sh, spec)
     assert not [m for m in msgs if m.startswith(("(5)", "(8)"))]
     assert (sh.leaf_up <= ext.leaf_up).all()
+    # what the shrink says changed, as for apply_split: C differs only at its keys, by its
+    # differences; its row sums are C's
+    assert sh.derived_from is ext.token
+    assert np.array_equal(sh.spine_row_sums(), sh.C.sum(axis=2))
+    diff = sh.C.reshape(-1) - ext.C.reshape(-1)
+    assert np.array_equal(np.flatnonzero(diff), sh.changed_keys[sh.changed_delta != 0])
+    assert np.array_equal(diff[sh.changed_keys], sh.changed_delta)
     # held entries (another job's split) stay when the rest of the pair covers the removal
     held = shrink_logical_topology(ext, rem, spec, keep=split)
     assert np.array_equal(held.C.sum(axis=0), sh.C.sum(axis=0))

@@ -52,7 +52,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -115,9 +115,10 @@ class LogicalTopology:
         This topology's identity (a fresh object each; :func:`dataclasses.replace` keeps
         it): what :attr:`derived_from` refers to.
     derived_from : object or None
-        Set by :func:`apply_split`: the :attr:`token` of the topology it started from.
+        Set by :func:`apply_split` and :func:`shrink_logical_topology`: the :attr:`token` of
+        the topology it started from.
     changed_keys, changed_delta : ndarray or None
-        Set by :func:`apply_split`: the flat keys into ``(H, P, P)`` (ascending) where this
+        Set with ``derived_from``: the flat keys into ``(H, P, P)`` (ascending) where this
         ``C`` can differ from that of the topology it started from, and the difference
         there (what a caller comparing the two needs; the rest of ``C`` is the same).
     row_sums : ndarray or None
@@ -624,9 +625,18 @@ def shrink_logical_topology(
     take_free = _take_in_order(free, want[order], start)
     rest = want[order] - _group_total(take_free, start)
     take_held = _take_in_order(held[order], rest, start)
-    left = topo.value[order] - take_free - take_held
+    taken = take_free + take_held
     o = order
-    return _build(topo.a[o], topo.b[o], topo.h[o], left, spec, cap, topo.method)
+    out = _build(topo.a[o], topo.b[o], topo.h[o], topo.value[o] - taken, spec, cap, topo.method)
+    # what changed at pod level (as apply_split records it), for callers comparing C
+    hit = taken > 0
+    P, per = spec.pods, spec.leaves_per_pod
+    ha, hb, hh = topo.a[o][hit], topo.b[o][hit], topo.h[o][hit]
+    keys, inv = np.unique((hh * P + ha // per) * P + hb // per, return_inverse=True)
+    delta = np.bincount(inv.reshape(-1), weights=taken[hit], minlength=keys.size)
+    return replace(
+        out, derived_from=topo.token, changed_keys=keys, changed_delta=-delta.astype(np.int64)
+    )
 
 
 def _group_total(vals: IntArray, start: IntArray) -> IntArray:
