@@ -64,6 +64,10 @@ def test_feasible_demand_fits_the_ports_and_keeps_pairs_connected(
     D = feasible_demand(C, k)
     key = np.flatnonzero(C)  # the scaling on the entries: the same matrix, overflow or not
     assert np.array_equal(feasible_demand(C, k, entries=(key, C.reshape(-1)[key])), D)
+    # and with ports per spine (some out of service)
+    ports = np.maximum(k - (np.arange(C.shape[0] * C.shape[1]) % 3), 1).reshape(C.shape[:2])
+    want = feasible_demand(C, ports)
+    assert np.array_equal(feasible_demand(C, ports, entries=(key, C.reshape(-1)[key])), want)
     assert (D >= 0).all() and (D.transpose(0, 2, 1) == D).all()
     assert (np.einsum("hii->hi", D) == 0).all()
     assert (D.sum(axis=2) <= k).all()
