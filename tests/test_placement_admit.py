@@ -3,7 +3,9 @@ failures; path sharing by min-cost flow against a CP-SAT optimum; random event s
 
 from __future__ import annotations
 
+import copy
 import itertools
+import pickle
 
 import numpy as np
 import pytest
@@ -225,6 +227,10 @@ def test_l_changes_through_the_demand_parts_only() -> None:
     assert state.L[0, 4] == 1 and state.copy().L[0, 4] == 1
     with pytest.raises(ValueError, match="read-only"):
         state.copy().L[0, 4] = 7
+    # a deep copy or a pickled state keeps L the view of the array its parts change
+    for other in (copy.deepcopy(state), pickle.loads(pickle.dumps(state))):
+        other.add_demand(7, _part([0, 4], [4, 0], [2, 2]))
+        assert other.L[0, 4] == 3 and state.L[0, 4] == 1 and not other.L.flags.writeable
 
 
 def test_tau1_admission_and_staged_plan() -> None:

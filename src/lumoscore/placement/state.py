@@ -222,8 +222,22 @@ class ClusterState:
         # L is changed through the demand parts only (add_demand, remove_demand): the
         # state writes its own array, the attribute is a read-only view of it
         self._L = np.require(self.L, np.int64, ["C", "W"])
-        self.L = self._L.view()
-        self.L.flags.writeable = False
+        self.L = self._read_only_L()
+
+    def _read_only_L(self) -> IntArray:
+        view = self._L.view()
+        view.flags.writeable = False
+        return view
+
+    def __getstate__(self) -> dict[str, Any]:
+        # (a copy or pickle keeps one L array, the state's own, and views it again)
+        state = dict(self.__dict__)
+        state.pop("L")
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.L = self._read_only_L()
 
     @classmethod
     def empty(cls, spec: ClusterSpec, *, rail_optimized: bool = False) -> ClusterState:
