@@ -458,11 +458,15 @@ def reconfigure(
             patched = patch_circuits(wiring, old, *pairs, merge=True)
             if patched is not None:
                 # the patch realizes every count exactly (the counts are the state's own:
-                # updated in place where topo changed, else a copy)
+                # updated in place where topo changed, else a copy of C; a demand other
+                # than C is this call's own array and never updated in place later, since
+                # toe_counts_of stays None and no topology is derived from it)
                 if derived:
                     prev.reshape(-1)[topo.changed_keys] += topo.changed_delta
+                elif demand is not None:
+                    counts = demand
                 else:
-                    counts = np.array(topo.C if demand is None else demand, np.int64)
+                    counts = np.array(topo.C, np.int64)
                 new = patched
                 rewired = 2 * int(pairs[3][pairs[3] > 0].sum())
                 res = ToeResult(
