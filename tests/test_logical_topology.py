@@ -222,6 +222,11 @@ def test_extend_and_shrink_keep_constraints(spec: ClusterSpec, seed: int, fill: 
     diff = sh.C.reshape(-1) - ext.C.reshape(-1)
     assert np.array_equal(np.flatnonzero(diff), sh.changed_keys[sh.changed_delta != 0])
     assert np.array_equal(diff[sh.changed_keys], sh.changed_delta)
+    # its entries and loads are those of a topology built afresh from them (sorted, no zeros)
+    fresh = _build(sh.a, sh.b, sh.h, sh.value, spec, sh.capacity, "fresh")
+    for name in ("a", "b", "h", "value", "leaf_up", "leaf_down", "C"):
+        assert np.array_equal(getattr(sh, name), getattr(fresh, name)), name
+    assert (sh.value > 0).all() and np.array_equal(sh.dense().sum(axis=0), base + add - rem)
     # held entries (another job's split) stay when the rest of the pair covers the removal
     held = shrink_logical_topology(ext, rem, spec, keep=split)
     assert np.array_equal(held.C.sum(axis=0), sh.C.sum(axis=0))

@@ -52,7 +52,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -615,27 +615,46 @@ def shrink_logical_topology(
         hit = (pos < key.size) & (key[np.minimum(pos, key.size - 1)] == kk)
         np.add.at(held, pos[hit], kv[hit])
         held = np.clip(held, 0, topo.value)
-    # order entries by (direction, pair, spine descending); cumulative removal inside a group,
-    # from the entries not held first, then from the held ones
-    direction = (topo.a > topo.b).astype(np.int64)
-    order = np.lexsort((-topo.h, key_pair, direction))
-    grp = direction[order] * (n * n) + key_pair[order]
+    # the entries of the pairs that lose demand, by (direction, pair, spine descending);
+    # cumulative removal inside a group, from the entries not held first, then from the held
+    # ones (the other entries keep their values: the work is in the pairs removed from)
+    sel = np.flatnonzero(want > 0)
+    direction = (topo.a[sel] > topo.b[sel]).astype(np.int64)
+    o = sel[np.lexsort((-topo.h[sel], key_pair[sel], direction))]
+    grp = (topo.a[o] > topo.b[o]).astype(np.int64) * (n * n) + key_pair[o]
     start = np.r_[True, grp[1:] != grp[:-1]]
-    free = (topo.value - held)[order]
-    take_free = _take_in_order(free, want[order], start)
-    rest = want[order] - _group_total(take_free, start)
-    take_held = _take_in_order(held[order], rest, start)
-    taken = take_free + take_held
-    o = order
-    out = _build(topo.a[o], topo.b[o], topo.h[o], topo.value[o] - taken, spec, cap, topo.method)
+    free = (topo.value - held)[o]
+    take_free = _take_in_order(free, want[o], start)
+    rest = want[o] - _group_total(take_free, start)
+    taken = take_free + _take_in_order(held[o], rest, start)
+    value = topo.value.copy()
+    value[o] -= taken
+    left = value > 0  # (entries stay sorted by (a, b, h), as _build leaves them)
+    P, per = spec.pods, spec.leaves_per_pod
+    ta, tb, th = topo.a[o], topo.b[o], topo.h[o]
+    up = topo.leaf_up - np.bincount(ta * H + th, weights=taken, minlength=n * H).reshape(n, H)
+    down = topo.leaf_down - np.bincount(tb * H + th, weights=taken, minlength=n * H).reshape(n, H)
+    rows = topo.spine_row_sums() - np.bincount(
+        th * P + ta // per, weights=taken, minlength=H * P
+    ).reshape(H, P)
     # what changed at pod level (as apply_split records it), for callers comparing C
     hit = taken > 0
-    P, per = spec.pods, spec.leaves_per_pod
-    ha, hb, hh = topo.a[o][hit], topo.b[o][hit], topo.h[o][hit]
-    keys, inv = np.unique((hh * P + ha // per) * P + hb // per, return_inverse=True)
+    keys, inv = np.unique((th[hit] * P + ta[hit] // per) * P + tb[hit] // per, return_inverse=True)
     delta = np.bincount(inv.reshape(-1), weights=taken[hit], minlength=keys.size)
-    return replace(
-        out, derived_from=topo.token, changed_keys=keys, changed_delta=-delta.astype(np.int64)
+    return LogicalTopology(
+        a=topo.a[left],
+        b=topo.b[left],
+        h=topo.h[left],
+        value=value[left],
+        leaf_up=up.astype(np.int64),
+        leaf_down=down.astype(np.int64),
+        capacity=cap,
+        k_spine=spec.k_spine,
+        method=topo.method,
+        derived_from=topo.token,
+        changed_keys=keys,
+        changed_delta=-delta.astype(np.int64),
+        row_sums=rows.astype(np.int64),
     )
 
 
