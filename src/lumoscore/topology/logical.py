@@ -162,12 +162,9 @@ class LogicalTopology:
         known = self.pod_counts if self.pod_counts is not None else self.row_sums
         assert known is not None  # (row_sums is set whenever C is not)
         P = known.shape[1]
-        per = self.leaf_up.shape[0] // P
-        key = (self.h * P + self.a // per) * P + self.b // per
-        uk, inv = np.unique(key, return_inverse=True)
-        val = np.bincount(inv.reshape(-1), weights=self.value, minlength=uk.size)
+        keys, val = _pod_sums(self.a, self.b, self.h, self.value, P, self.leaf_up.shape[0] // P)
         nz = val != 0
-        return uk[nz], val[nz].astype(np.int64)
+        return keys[nz], val[nz]
 
     def spine_row_sums(self) -> IntArray:
         """``(H, P)``: the OCS ports each spine needs, ``sum_j C_ijh``."""
@@ -294,6 +291,15 @@ def _coo(L: Any, spec: ClusterSpec) -> tuple[IntArray, IntArray, IntArray]:
     if not (np.array_equal(ku[ou], kl[ol]) and np.array_equal(vu[ou], vl[ol])):
         raise ConfigError("L: must be symmetric (L[a, b] == L[b, a])")
     return ru[ou], cu[ou], vu[ou]
+
+
+def _pod_sums(
+    a: IntArray, b: IntArray, h: IntArray, v: IntArray, P: int, per: int
+) -> tuple[IntArray, IntArray]:
+    """Leaf-level entries ``L_abh = v`` summed per pod-level entry of ``C``: flat keys into
+    ``(H, P, P)`` (ascending, each once) and the sums (zeros kept); ``per`` leaves a pod."""
+    keys, inv = np.unique((h * P + a // per) * P + b // per, return_inverse=True)
+    return keys, np.bincount(inv.reshape(-1), weights=v, minlength=keys.size).astype(np.int64)
 
 
 def _capacity(spec: ClusterSpec, capacity: Any) -> IntArray:
@@ -545,11 +551,9 @@ def apply_split(
     if not ok:
         raise PreconditionError("apply_split: removing more than the split carries")
     # what changed at pod level, for callers that compare C with topo.C (reconfigure)
-    pa, pb = a // per, b // per
-    keys, kinv = np.unique((h * P + pa) * P + pb, return_inverse=True)
-    delta = np.bincount(kinv.reshape(-1), weights=v, minlength=keys.size).astype(np.int64)
+    keys, delta = _pod_sums(a, b, h, v, P, per)
     rows = topo.spine_row_sums().copy()
-    np.add.at(rows, (h, pa), v)
+    np.add.at(rows, (h, a // per), v)
     return LogicalTopology(
         a=ea,
         b=eb,
@@ -639,8 +643,7 @@ def shrink_logical_topology(
     ).reshape(H, P)
     # what changed at pod level (as apply_split records it), for callers comparing C
     hit = taken > 0
-    keys, inv = np.unique((th[hit] * P + ta[hit] // per) * P + tb[hit] // per, return_inverse=True)
-    delta = np.bincount(inv.reshape(-1), weights=taken[hit], minlength=keys.size)
+    keys, delta = _pod_sums(ta[hit], tb[hit], th[hit], taken[hit], P, per)
     return LogicalTopology(
         a=topo.a[left],
         b=topo.b[left],
@@ -653,7 +656,7 @@ def shrink_logical_topology(
         method=topo.method,
         derived_from=topo.token,
         changed_keys=keys,
-        changed_delta=-delta.astype(np.int64),
+        changed_delta=-delta,
         row_sums=rows.astype(np.int64),
     )
 
