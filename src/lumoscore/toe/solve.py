@@ -243,6 +243,18 @@ def _lookup(keys: IntArray, vals: IntArray, query: IntArray) -> IntArray:
     return np.where(keys[at] == query, vals[at], 0)
 
 
+def _rewiring(
+    xk: IntArray, xv: IntArray, uk: IntArray, un: IntArray, H: int, span: int
+) -> NDArray[np.float64]:
+    """Rewiring ``sum |x - u|`` per group of counts ``x`` and ``u`` given as flat keys
+    (``u``'s ascending) and values, ``span`` keys a group:
+    ``sum x + sum u - 2 sum min(x, u)``, the minimum taken on the support of ``x``."""
+    same = np.minimum(xv, _lookup(uk, un, xk))
+    return np.bincount(xk // span, weights=xv - 2 * same, minlength=H) + np.bincount(
+        uk // span, weights=un, minlength=H
+    )
+
+
 def _forward_entries(C: IntArray, prefer: IntArray | None) -> tuple[IntArray, IntArray]:
     """Non-zero entries of :func:`forward_split` as flat keys into ``(H, P, P)`` (ascending,
     the order of ``np.nonzero``) and values: the same flows, without the dense ``A``."""
@@ -298,14 +310,10 @@ def _mdmcf_sparse(
         return xk, xv
     # rewiring sum |x - u| per group = sum x + sum u - 2 sum min(x, u), on the support of u;
     # its bound sum |A - U| (U = sum_c u_c = prefer) likewise on the support of A
-    uh = uk // (n_chan * PP)
-    a_tot = np.bincount(e_h, weights=ea, minlength=H)
-    u_tot = np.bincount(uh, weights=un, minlength=H)
-    best = a_tot + u_tot - 2 * np.bincount(uh, weights=np.minimum(_lookup(xk, xv, uk), un),
-                                           minlength=H)  # fmt: skip
+    best = _rewiring(xk, xv, uk, un, H, n_chan * PP)
     bound = (
-        a_tot
-        + u_tot
+        np.bincount(e_h, weights=ea, minlength=H)
+        + np.bincount(uk // (n_chan * PP), weights=un, minlength=H)
         - 2 * np.bincount(e_h, weights=np.minimum(ea, prefer.reshape(-1)[ek]), minlength=H)
     )
     if (best == bound).all() and not REFINE_ROUNDS:
@@ -352,7 +360,6 @@ def _other_bipartitions(
         orders += [np.argsort(rng.random((H, n_chan)), axis=1) for _ in range(2)]
     e_h, e_ij = ek // PP, ek % PP
     e_u = _lookup(uk, un, (e_h[:, None] * n_chan + np.arange(n_chan)) * PP + e_ij[:, None])
-    u_tot = np.bincount(u_h, weights=un, minlength=H)
     for order in orders:
         # the channels in this order: the peel splits channel order[h, 0] off first
         eo = np.take_along_axis(e_u, order[e_h], axis=1)
@@ -361,9 +368,7 @@ def _other_bipartitions(
             e_h, e_ij // P, e_ij % P, ea, eo, co, n_ch, split="peel"
         )
         yk = ((y_h * n_chan + order[y_h, y_c]) * P + y_i) * P + y_j
-        # rewiring sum |y - u| per group = sum y + sum u - 2 sum min(y, u)
-        same = np.minimum(y_v, _lookup(uk, un, yk))
-        cost = np.bincount(y_h, weights=y_v - 2 * same, minlength=H) + u_tot
+        cost = _rewiring(yk, y_v, uk, un, H, n_chan * PP)
         take = cost < best
         keep = ~take[xk // (n_chan * PP)]
         mine = take[y_h]
