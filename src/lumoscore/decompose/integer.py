@@ -61,7 +61,12 @@ from lumoscore.decompose.errors import BadShapeError, DecompositionInputError
 from lumoscore.decompose.flow import solve_bounded_flow
 from lumoscore.decompose.intmath import floor_ceil_div, group_sums
 from lumoscore.decompose.reporting import describe_violations
-from lumoscore.decompose.validation import MAX_TOTAL, as_integer_matrix, as_parts
+from lumoscore.decompose.validation import (
+    MAX_TOTAL,
+    as_integer_matrix,
+    as_parts,
+    ordered_entries,
+)
 
 __all__ = [
     "SparseParts",
@@ -377,12 +382,8 @@ def integer_decomposition_entries(
         raise DecompositionInputError(
             f"values.sum() * K = {int(v.sum()) * K} is too large; allowed: at most {MAX_TOTAL}"
         )
-    key = r * J + c
-    order = np.argsort(key, kind="stable")
-    if key.size > 1 and (np.diff(key[order]) == 0).any():
-        raise BadShapeError("rows, cols: a position is listed twice")
-    order = order[v[order] != 0]
-    part, row, col, value = _decompose_coo(r[order], c[order], v[order], I, J, K)
+    r, c, v = ordered_entries(r, c, v, J, names="rows, cols", what="a position")
+    part, row, col, value = _decompose_coo(r, c, v, I, J, K)
     out = np.argsort((part * I + row) * J + col, kind="stable")
     return SparseParts((K, I, J), part[out], row[out], col[out], value[out])
 

@@ -53,6 +53,7 @@ from lumoscore.decompose.kernels import pair_network
 from lumoscore.decompose.reporting import describe_violations
 from lumoscore.decompose.validation import (
     as_integer_matrix,
+    ordered_entries,
     require_even_diagonal,
     require_square,
     require_symmetric,
@@ -213,12 +214,7 @@ def symmetric_split_entries(
         raise BadShapeError(f"i, j, c: lengths {i.size}, {j.size}, {c.size} differ")
     if i.size and (i.min() < 0 or j.max() >= n or not (i < j).all()):
         raise BadShapeError(f"i, j: pairs must satisfy 0 <= i < j < n = {n}")
-    key = i * n + j
-    order = np.argsort(key, kind="stable")
-    if key.size > 1 and (np.diff(key[order]) == 0).any():
-        raise BadShapeError("i, j: a pair is listed twice")
-    order = order[c[order] != 0]
-    i, j, c = i[order], j[order], c[order]
+    i, j, c = ordered_entries(i, j, c, n, names="i, j", what="a pair")
     rows = np.bincount(i, weights=c, minlength=n) + np.bincount(j, weights=c, minlength=n)
     a = _split_pairs(n, i, j, c, None, None, rows.astype(np.int64), np.zeros(n, np.int64))
     return i, j, c, a

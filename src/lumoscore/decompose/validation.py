@@ -26,6 +26,7 @@ __all__ = [
     "MAX_TOTAL",
     "as_integer_matrix",
     "as_parts",
+    "ordered_entries",
     "require_even_diagonal",
     "require_square",
     "require_symmetric",
@@ -189,3 +190,23 @@ def as_parts(K: Any, *, name: str = "K") -> int:
     if k < 1:
         raise BadShapeError(f"{name} (number of parts) must be >= 1, got {k}")
     return k
+
+
+def ordered_entries(
+    r: np.ndarray, c: np.ndarray, v: np.ndarray, n_cols: int, *, names: str, what: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """COO entries ``(r, c, v)`` of a matrix with ``n_cols`` columns in row-major order (as
+    :func:`numpy.nonzero` lists them), zero values dropped.
+
+    Raises
+    ------
+    BadShapeError
+        A position listed twice (the message names the arrays ``names`` and ``what`` they
+        hold).
+    """
+    key = r * n_cols + c
+    order = np.argsort(key, kind="stable")
+    if key.size > 1 and (np.diff(key[order]) == 0).any():
+        raise BadShapeError(f"{names}: {what} is listed twice")
+    order = order[v[order] != 0]
+    return r[order], c[order], v[order]
