@@ -247,7 +247,7 @@ STATE_FIELDS: tuple[StateField, ...] = tuple(_state_fields)
 #: Names of the entries of the state's ``meta`` array (int64), in order: ``M_HEAP``, ...
 META_ENTRIES: tuple[str, ...] = tuple(_meta_entries)
 #: The refill's scratch arrays, in order: segments of one int64 allocation that they tile
-#: (:func:`_scratch_at`).
+#: (:func:`_scratch_offsets`).
 REFILL_SCRATCH: tuple[Segment, ...] = tuple(_segments)
 #: Kernel state of a fluid set: the arrays of :data:`STATE_FIELDS`.
 FluidState = tuple[NDArray[Any], ...]
@@ -266,8 +266,6 @@ CERT_RTOL = 1e-9
 _SCRATCH_AT = np.cumsum(
     np.array([(0, 0, 0, 0)] + [s.length for s in REFILL_SCRATCH], dtype=np.int64), axis=0
 )
-# whether each segment is a float view
-_SCRATCH_FLOAT = np.array([s.dtype is np.float64 for s in REFILL_SCRATCH])
 _N_SEGMENTS = len(REFILL_SCRATCH)
 
 
@@ -316,34 +314,15 @@ def _compiled_new_state() -> Any:
 _new_state = _compiled_new_state()
 
 
-@kernel(inline="always")
-def _scratch_at(i: int, m_max: int, nnz: int, k: int) -> int:  # pragma: no cover - compiled
-    """Where segment ``i`` of the refill's scratch (:data:`REFILL_SCRATCH`) starts for at most
-    ``m_max`` links, ``nnz`` route entries and ``k`` rows (``i = len(REFILL_SCRATCH)``: the
-    size of the whole)."""
+@kernel
+def _scratch_offsets(m_max: int, nnz: int, k: int, at: IntArray) -> None:  # pragma: no cover
+    """Where each segment of the refill's scratch (:data:`REFILL_SCRATCH`) starts for at most
+    ``m_max`` links, ``nnz`` route entries and ``k`` rows, into ``at`` (one more entry: the
+    size of the whole). The refill slices its segments at these offsets itself: as inlined
+    accessors, each segment cost a compilation of its own (about 2 s of a cold start)."""
     a = _SCRATCH_AT
-    return a[i, 0] * m_max + a[i, 1] * nnz + a[i, 2] * k + a[i, 3]
-
-
-@kernel(inline="always")
-def _ints(
-    scratch: IntArray, i: int, m_max: int, nnz: int, k: int
-) -> IntArray:  # pragma: no cover - compiled
-    """Segment ``i`` (int64) of the refill's scratch ``scratch``."""
-    if _SCRATCH_FLOAT[i]:
-        raise TypeError("a float segment of the refill's scratch read as int64")
-    return scratch[_scratch_at(i, m_max, nnz, k) : _scratch_at(i + 1, m_max, nnz, k)]
-
-
-@kernel(inline="always")
-def _floats(
-    scratch: IntArray, i: int, m_max: int, nnz: int, k: int
-) -> FloatArray:  # pragma: no cover - compiled
-    """Segment ``i`` (float64) of the refill's scratch ``scratch``."""
-    if not _SCRATCH_FLOAT[i]:
-        raise TypeError("an int64 segment of the refill's scratch read as float64")
-    lo, hi = _scratch_at(i, m_max, nnz, k), _scratch_at(i + 1, m_max, nnz, k)
-    return scratch[lo:hi].view(np.float64)
+    for i in range(_N_SEGMENTS + 1):
+        at[i] = a[i, 0] * m_max + a[i, 1] * nnz + a[i, 2] * k + a[i, 3]
 
 
 @kernel(inline="always")
@@ -711,25 +690,28 @@ def _refill(
     # the scratch arrays are segments of one allocation (a run makes hundreds of thousands of
     # small refills; see REFILL_SCRATCH), borrowed (the helpers inlined into the filling's
     # loop would count references to them at every level); it is owned by the links returned
-    own = np.empty(_scratch_at(_N_SEGMENTS, m_max, nnz, k), dtype=np.int64)
+    at = np.empty(_N_SEGMENTS + 1, dtype=np.int64)
+    _scratch_offsets(m_max, nnz, k, at)
+    own = np.empty(at[_N_SEGMENTS], dtype=np.int64)
     scr = borrowed(own)
-    lsz = _ints(scr, S_LSZ, m_max, nnz, k)  # (heap size)
-    links = _ints(scr, S_LINKS, m_max, nnz, k)
-    l_ptr = _ints(scr, S_LPTR, m_max, nnz, k)
+    lsz = scr[at[S_LSZ] : at[S_LSZ + 1]]  # (heap size)
+    links = scr[at[S_LINKS] : at[S_LINKS + 1]]
+    l_ptr = scr[at[S_LPTR] : at[S_LPTR + 1]]
     l_ptr[:] = 0
-    loc = _ints(scr, S_LOC, m_max, nnz, k)  # local link of each route entry, row by row
-    r_ptr = _ints(scr, S_RPTR, m_max, nnz, k)
-    fill = _ints(scr, S_FILL, m_max, nnz, k)
-    sat = _ints(scr, S_SAT, m_max, nnz, k)
-    opened = _ints(scr, S_OPENED, m_max, nnz, k)  # (scan; the heap's positions)
-    lhp = _ints(scr, S_LHP, m_max, nnz, k)  # (heap)
-    l_rows = _ints(scr, S_LROWS, m_max, nnz, k)
-    n_act = _floats(scr, S_NACT, m_max, nnz, k)
+    loc = scr[at[S_LOC] : at[S_LOC + 1]]  # local link of each route entry, row by row
+    r_ptr = scr[at[S_RPTR] : at[S_RPTR + 1]]
+    fill = scr[at[S_FILL] : at[S_FILL + 1]]
+    sat = scr[at[S_SAT] : at[S_SAT + 1]]
+    opened = scr[at[S_OPENED] : at[S_OPENED + 1]]  # (scan; the heap's positions)
+    lhp = scr[at[S_LHP] : at[S_LHP + 1]]  # (heap)
+    l_rows = scr[at[S_LROWS] : at[S_LROWS + 1]]
+    n_act = scr[at[S_NACT] : at[S_NACT + 1]].view(np.float64)
     n_act[:] = 0.0
-    load = _floats(scr, S_LOAD, m_max, nnz, k)
-    lcap = _floats(scr, S_LCAP, m_max, nnz, k)
-    floor = _floats(scr, S_FLOOR, m_max, nnz, k)
-    lev = _floats(scr, S_LEV, m_max, nnz, k)  # (scan: the open links' levels; heap: its keys)
+    load = scr[at[S_LOAD] : at[S_LOAD + 1]].view(np.float64)
+    lcap = scr[at[S_LCAP] : at[S_LCAP + 1]].view(np.float64)
+    floor = scr[at[S_FLOOR] : at[S_FLOOR + 1]].view(np.float64)
+    # (scan: the open links' levels; heap: its keys)
+    lev = scr[at[S_LEV] : at[S_LEV + 1]].view(np.float64)
     r_ptr[0] = 0
     m = 0
     e = 0
@@ -829,8 +811,7 @@ def _refill(
         local[links[q]] = -1
     if finish:
         _finish_rows(st, rows, clock_s)
-    at = _scratch_at(S_LINKS, m_max, nnz, k)
-    return own[at : at + m]
+    return own[at[S_LINKS] : at[S_LINKS] + m]
 
 
 @kernel(inline="always")
