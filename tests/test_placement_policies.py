@@ -158,6 +158,48 @@ def test_pod_selection_exact_and_greedy(cap_list: list[int], need: int) -> None:
         assert all(1 <= u <= cap[p] for p, u in zip(sel.pods, sel.units, strict=True))
 
 
+def _select_pods_exact_full(cap: np.ndarray, need: int, r: np.ndarray | None) -> tuple:
+    """Model (37)-(41) over every pod, those without capacity included: the formulation the
+    library's smaller model (pods with room only) must choose exactly as, ties included."""
+    from ortools.sat.python import cp_model
+
+    c = np.asarray(cap, np.int64)
+    cost = c.copy() if r is None else np.asarray(r, np.int64)
+    m = cp_model.CpModel()
+    x = [m.new_bool_var(f"x{i}") for i in range(c.size)]
+    y = [m.new_int_var(0, int(c[i]), f"y{i}") for i in range(c.size)]
+    for i in range(c.size):
+        m.add(y[i] <= int(c[i]) * x[i])
+        m.add(y[i] >= x[i])
+    m.add(sum(y) == need)
+    big = int(cost.sum()) + 1
+    m.minimize(sum((big + int(cost[i])) * x[i] for i in range(c.size)))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    assert solver.solve(m) == cp_model.OPTIMAL
+    return tuple(i for i in range(c.size) if solver.value(x[i]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.booleans(), st.integers(0, 3)), min_size=1,
+             max_size=40),
+    st.data(),
+)  # fmt: skip
+def test_exact_pod_selection_leaves_out_pods_without_room_and_chooses_the_same(
+    pods: list[tuple[int, bool, int]], data: st.DataObject
+) -> None:
+    """Many pods without room and small integer capacities and costs (ties everywhere): the
+    model over the pods with room picks the same pods as the model over all of them."""
+    cap = np.array([c * live for c, live, _ in pods], np.int64)
+    if cap.sum() < 1:
+        return
+    need = data.draw(st.integers(1, int(cap.sum())))
+    r = np.array([w for _, _, w in pods], np.int64) if data.draw(st.booleans()) else None
+    assert select_pods_exact(cap, need, r).pods == _select_pods_exact_full(cap, need, r)
+
+
 def _greedy_pods_reference(c: np.ndarray, cost: np.ndarray, need: int) -> np.ndarray:
     """The NumPy formulation of the greedy pod selection, an independent reference."""
     idx = np.arange(c.size)

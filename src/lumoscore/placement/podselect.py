@@ -124,16 +124,18 @@ def select_pods_exact(
     (2,)
     """
     c, cost = _inputs(cap, need, r)
+    # a pod without capacity cannot be chosen (y >= x, y <= 0): it is left out of the model
+    # (CP-SAT's presolve would remove it; a full cluster has few pods with room)
+    live = np.flatnonzero(c > 0)
     m = cp_model.CpModel()
-    n = c.size
-    x = [m.new_bool_var(f"x{i}") for i in range(n)]
-    y = [m.new_int_var(0, int(c[i]), f"y{i}") for i in range(n)]
-    for i in range(n):
-        m.add(y[i] <= int(c[i]) * x[i])
-        m.add(y[i] >= x[i])
+    x = [m.new_bool_var(f"x{i}") for i in live]
+    y = [m.new_int_var(0, int(c[i]), f"y{i}") for i in live]
+    for j, i in enumerate(live):
+        m.add(y[j] <= int(c[i]) * x[j])
+        m.add(y[j] >= x[j])
     m.add(sum(y) == need)
     big = int(cost.sum()) + 1
-    m.minimize(sum((big + int(cost[i])) * x[i] for i in range(n)))
+    m.minimize(sum((big + int(cost[i])) * x[j] for j, i in enumerate(live)))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
@@ -141,7 +143,7 @@ def select_pods_exact(
     status = solver.solve(m)
     if status != cp_model.OPTIMAL:
         raise SolverError(f"pod selection: CP-SAT status {solver.status_name(status)}")
-    pods = np.array([i for i in range(n) if solver.value(x[i])], np.int64)
+    pods = np.array([i for j, i in enumerate(live) if solver.value(x[j])], np.int64)
     return PodSelection(
         pods=tuple(int(p) for p in pods),
         units=distribute_units(c, pods, need),
