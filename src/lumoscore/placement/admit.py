@@ -75,7 +75,6 @@ from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.placement.demand import job_demand, share_paths
-from lumoscore.placement.kernels import row_sums_at
 from lumoscore.placement.policies import EP_SPLIT_TIER, PlacementPolicy, get_policy
 from lumoscore.placement.state import ClusterState, DemandPart, Placement, Refusal
 from lumoscore.toe import StagedPlan, ToeResult, circuit_loss, configure, rewired_circuits
@@ -629,15 +628,15 @@ def _incremental(
     return topo
 
 
-def _overloaded(L: IntArray, part: DemandPart, limit: int) -> IntArray:
-    """Leaves of the part whose cross-pod links (row sums of ``L``, taken over the part's
-    leaves only) plus the part's exceed ``limit``."""
+def _overloaded(state: ClusterState, part: DemandPart, limit: int) -> IntArray:
+    """Leaves of the part whose cross-pod links (row sums of ``state.L``, read for the
+    part's leaves only) plus the part's exceed ``limit``."""
     rows, inv = np.unique(part.rows, return_inverse=True)  # (the part's leaves only)
     add = np.bincount(inv.reshape(-1), weights=part.values, minlength=rows.size).astype(np.int64)
     nz = add != 0
     rows, add = rows[nz], add[nz]
-    over = np.zeros(L.shape[0], bool)
-    over[rows] = row_sums_at(L, rows) + add > limit
+    over = np.zeros(state.spec.leaves, bool)
+    over[rows] = state.row_sums(rows) + add > limit
     return over
 
 
@@ -682,10 +681,9 @@ def admit(
         return Admission(job.job_id, None, refusal=got, place_time_s=time.perf_counter() - t0)
     first = got
     part = first_part = job_demand(job, got, state, method=demand_method)
-    L = state.L  # the state does not change until the job is allocated
     avoid = np.zeros(spec.leaves, bool)
     attempts = 1
-    over = _overloaded(L, part, target)
+    over = _overloaded(state, part, target)
     while over.any() and attempts <= replace_attempts:
         avoid |= over
         alt = pol.propose(state, job, avoid_leaves=avoid, split_ep=split)
@@ -693,9 +691,9 @@ def admit(
             break
         attempts += 1
         got, part = alt, job_demand(job, alt, state, method=demand_method)
-        over = _overloaded(L, part, target)
-    if over.any() and _overloaded(L, part, k).any():
-        if not _overloaded(L, first_part, k).any():
+        over = _overloaded(state, part, target)
+    if over.any() and _overloaded(state, part, k).any():
+        if not _overloaded(state, first_part, k).any():
             got, part = first, first_part  # the first placement fits K_leaf after all
         elif share:
             shared = share_paths(state, first_part)

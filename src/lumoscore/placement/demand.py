@@ -49,7 +49,7 @@ from numpy.typing import NDArray
 
 from lumoscore.decompose.flow import solve_bounded_flow
 from lumoscore.errors import ConfigError, SolverError
-from lumoscore.placement.kernels import flow_pair_codes, row_sums_at, sorted_difference
+from lumoscore.placement.kernels import flow_pair_codes, sorted_difference
 from lumoscore.placement.state import ClusterState, DemandPart, Placement
 from lumoscore.traffic.demand import leaf_demand, research_pairs
 from lumoscore.traffic.iteration import class_times_s, iteration_flows, rank_grid
@@ -259,7 +259,7 @@ def share_paths(
     # the part's leaves only: elsewhere L's rows fit (every admission keeps them within)
     mine = np.unique(np.concatenate([part.rows, part.cols]))
     rows_now = np.zeros(n, np.int64)
-    rows_now[mine] = row_sums_at(state.L, mine)
+    rows_now[mine] = state.row_sums(mine)
     new_rows = np.bincount(part.rows, weights=part.values, minlength=n).astype(np.int64)
     excess = np.maximum(rows_now + new_rows - k, 0)
     if not excess.any():

@@ -32,7 +32,6 @@ __all__ = [
     "flow_pair_codes",
     "greedy_pods",
     "pod_slots",
-    "row_sums_at",
     "sorted_difference",
 ]
 
@@ -254,25 +253,6 @@ def block_all(flags: NDArray[np.bool_], size: int) -> NDArray[np.bool_]:  # prag
             if not flags[j]:
                 out[i] = False
                 break
-    return out
-
-
-@cached_jit
-def row_sums_at(matrix: IntArray, rows: IntArray) -> IntArray:  # pragma: no cover - jit
-    """Sums of the rows ``rows`` of the 2-D ``matrix`` (``matrix[rows].sum(axis=1)`` without
-    copying the rows: a leaf's cross-pod links, read from the dense leaf matrix ``L``).
-
-    Examples
-    --------
-    >>> row_sums_at(np.arange(6).reshape(2, 3), np.array([1, 0])).tolist()
-    [12, 3]
-    """
-    out = np.zeros(rows.size, np.int64)
-    for i in range(rows.size):
-        total = 0
-        for j in range(matrix.shape[1]):
-            total += matrix[rows[i], j]
-        out[i] = total
     return out
 
 

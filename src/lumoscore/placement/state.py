@@ -168,6 +168,11 @@ def _empty_int() -> IntArray:
     return np.zeros(0, np.int64)
 
 
+def _leaning_jobs(job_demand: dict[int, DemandPart]) -> dict[int, None]:
+    """The jobs whose demand part leans on other jobs' links, in the parts' order."""
+    return {j: None for j, p in job_demand.items() if p.leaning[0].size}
+
+
 def _values_at(part: DemandPart, rows: IntArray, cols: IntArray, n: int) -> IntArray:
     """``part``'s entries at ``(rows, cols)`` (0 where it has none); ``n`` leaves."""
     key, at = part.rows * n + part.cols, rows * n + cols
@@ -223,6 +228,10 @@ class ClusterState:
         # state writes its own array, the attribute is a read-only view of it
         self._L = np.require(self.L, np.int64, ["C", "W"])
         self.L = self._read_only_L()
+        # L's row sums, kept with it (an admission reads its leaves' rows only)
+        self._rows = self._L.sum(axis=1)
+        # the jobs that lean on other jobs' links, in the order of job_demand (hand_over)
+        self._leaning = _leaning_jobs(self.job_demand)
 
     def _read_only_L(self) -> IntArray:
         view = self._L.view()
@@ -333,9 +342,21 @@ class ClusterState:
         group = g // (s.k_leaf * s.gpus_per_server)
         return group * s.gpus_per_server + g % s.gpus_per_server
 
-    def row_sums(self) -> IntArray:
-        """Cross-pod links each leaf needs now (row sums of ``L``)."""
-        return self.L.sum(axis=1)
+    def row_sums(self, leaves: IntArray | None = None) -> IntArray:
+        """Cross-pod links each leaf needs now (row sums of ``L``), of ``leaves`` only when
+        given (a new array; kept up to date by the demand parts, not summed over ``L``).
+
+        Examples
+        --------
+        >>> from lumoscore.topology import ClusterSpec
+        >>> st = ClusterState.empty(ClusterSpec(pods=2, k_leaf=4, k_spine=2, tau=1,
+        ...                                     gpus_per_server=1))
+        >>> st.add_demand(1, DemandPart(np.array([0, 2]), np.array([2, 0]), np.array([3, 3]),
+        ...                             np.ones(2, int)))
+        >>> st.row_sums().tolist(), st.row_sums(np.array([2, 1])).tolist()
+        ([3, 0, 3, 0], [3, 0])
+        """
+        return self._rows.copy() if leaves is None else self._rows[leaves]
 
     # ---- changes ------------------------------------------------------------------------
     def allocate(self, placement: Placement, demand: DemandPart | None = None) -> None:
@@ -369,13 +390,18 @@ class ClusterState:
         """Record a running job's demand part and add it to ``L`` (replaces an older part)."""
         self.remove_demand(job_id)
         np.add.at(self._L, (demand.rows, demand.cols), demand.values)
+        np.add.at(self._rows, demand.rows, demand.values)
         self.job_demand[job_id] = demand
+        if demand.leaning[0].size:
+            self._leaning[job_id] = None
 
     def remove_demand(self, job_id: int) -> DemandPart | None:
         """Subtract a job's demand part from ``L`` and forget it; returns it (or None)."""
         part = self.job_demand.pop(job_id, None)
+        self._leaning.pop(job_id, None)
         if part is not None:
             np.subtract.at(self._L, (part.rows, part.cols), part.values)
+            np.subtract.at(self._rows, part.rows, part.values)
         return part
 
     def demand_entries(self) -> tuple[IntArray, IntArray, IntArray]:
@@ -404,9 +430,10 @@ class ClusterState:
             return False
         moved = False
         n = self.L.shape[0]
-        for j, part in list(self.job_demand.items()):
+        for j in list(self._leaning):  # (those with leaning pairs, in job_demand's order)
+            part = self.job_demand[j]
             r, c = part.leaning
-            if j == job_id or not r.size:
+            if j == job_id:
                 continue
             own = _values_at(mine, r, c, n)
             lost = (own >= 1) & (own == self.L[r, c])
@@ -415,6 +442,8 @@ class ClusterState:
             ra, ca = r[lost], c[lost]  # (leaning lists both orientations: both move)
             mine = _shifted(mine, ra, ca, -1, n)
             self.job_demand[j] = replace(_shifted(part, ra, ca, 1, n), leaning=(r[~lost], c[~lost]))
+            if lost.all():
+                del self._leaning[j]
             self.job_split.pop(j, None)
             moved = True
         self.job_demand[job_id] = mine
@@ -498,6 +527,10 @@ class ClusterState:
             msgs.append("L is not the sum of the running jobs' demand parts")
         if not np.array_equal(self.L, self.L.T):
             msgs.append("L is not symmetric")
+        if not np.array_equal(self._rows, self.L.sum(axis=1)):
+            msgs.append("the row sums kept with L disagree with L")
+        if list(self._leaning) != list(_leaning_jobs(self.job_demand)):
+            msgs.append("the leaning jobs kept with the demand parts disagree with them")
         if set(self.job_demand) - set(self.placements):
             msgs.append("demand recorded for a job that is not placed")
         return msgs
