@@ -297,6 +297,26 @@ def _part(rows: list[int], cols: list[int], values: list[int], **kw) -> DemandPa
     )
 
 
+def test_a_single_link_goes_to_the_first_leaning_job_in_demand_order() -> None:
+    """Jobs 3 and 2 (recorded in that order) lean on pair 0-2, of which job 1 holds the only
+    link: job 3 receives it, job 2 keeps leaning, and the state's list of leaning jobs and its
+    row sums stay those of the parts and L."""
+    state = ClusterState.empty(ClusterSpec(pods=2, k_leaf=4, k_spine=2, tau=1, gpus_per_server=1))
+    state.add_demand(1, _part([0, 2], [2, 0], [1, 1]))
+    lean = (np.array([0, 2]), np.array([2, 0]))
+    state.add_demand(3, _part([1, 3], [3, 1], [1, 1], shared=2, leaning=lean))
+    state.add_demand(2, _part([1, 2], [2, 1], [1, 1], shared=2, leaning=lean))
+    rows = state.row_sums()
+    assert state.hand_over(1)
+    assert not state.job_demand[3].leaning[0].size and state.job_demand[2].leaning[0].size == 2
+    # (demand parts without placements: only the bookkeeping's own checks apply)
+    kept = ["demand recorded for a job that is not placed"]
+    assert np.array_equal(state.row_sums(), rows) and state.check() == kept
+    state.remove_demand(1)
+    assert state.L[0, 2] == 1 and state.row_sums(np.array([0, 2])).tolist() == [1, 2]
+    assert state.check() == kept
+
+
 def test_a_leaving_job_hands_its_links_to_the_jobs_that_lean_on_them() -> None:
     """Path sharing gave up job 2's links 0-2 (it rides on job 1's); when job 1 leaves, one
     link 0-2 moves to job 2 instead of leaving with job 1. Pair 0-3, which job 3 also holds,
