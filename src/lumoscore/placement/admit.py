@@ -231,19 +231,11 @@ class Admission:
         return None if self.reconfiguration is None else self.reconfiguration.plan
 
 
-def feasible_demand(
-    C: Any,
-    k_spine: Any,
-    rows: IntArray | None = None,
-    *,
-    entries: tuple[IntArray, IntArray] | None = None,
-) -> IntArray:
+def feasible_demand(C: Any, k_spine: Any, rows: IntArray | None = None) -> IntArray:
     """Scale ``C`` down symmetrically so no spine needs more than ``k_spine`` OCS ports
     (one number, or ``(H, P)`` per spine: its working ports), keeping every pod pair of
-    ``C`` connected (``rows``: ``C.sum(axis=2)`` when the caller knows it; ``entries``: the
-    non-zero entries of ``C`` as flat keys and values, e.g.
-    :meth:`~lumoscore.topology.LogicalTopology.pod_entries`, for a scaling that grows
-    with them rather than with ``H P^2``).
+    ``C`` connected (``rows``: ``C.sum(axis=2)`` when the caller knows it; a logical
+    topology is scaled on its entries instead, :func:`_scaled_topology`).
 
     A pod pair whose requirements are scaled down must keep at least one circuit: the jobs'
     flows between the two pods need one (LumosCore §4.2: the logical topology serves every
@@ -272,10 +264,6 @@ def feasible_demand(
     k_spine = np.broadcast_to(np.asarray(k_spine, dtype=np.int64), rows.shape)
     if (rows <= k_spine).all():
         return Cm
-    if entries is not None:
-        out = _scaled_entries(Cm.shape, entries, k_spine)
-        if out is not None:
-            return out
     pos = Cm > 0
     partners = pos.sum(axis=2)
     extra = np.maximum(Cm - 1, 0)
