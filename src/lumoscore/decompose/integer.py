@@ -241,13 +241,20 @@ def _decompose_coo(
     return part, row, col, value
 
 
+def _require_total(values: np.ndarray, K: int, name: str) -> None:
+    """``values.sum() * K`` within :data:`~lumoscore.decompose.validation.MAX_TOTAL` (the
+    flows' int64 headroom); DecompositionInputError naming ``name`` otherwise."""
+    total = int(values.sum()) * K
+    if total > MAX_TOTAL:
+        raise DecompositionInputError(
+            f"{name}.sum() * K = {total} is too large; allowed: at most {MAX_TOTAL}"
+        )
+
+
 def _validated(C: Any, K: Any) -> tuple[np.ndarray, int]:
     C = as_integer_matrix(C, name="C")
     K = as_parts(K)
-    if int(C.sum()) * K > MAX_TOTAL:
-        raise DecompositionInputError(
-            f"C.sum() * K = {int(C.sum()) * K} is too large; allowed: at most {MAX_TOTAL}"
-        )
+    _require_total(C, K, "C")
     return C, K
 
 
@@ -378,10 +385,7 @@ def integer_decomposition_entries(
     if r.size and (min(r.min(), c.min()) < 0 or r.max() >= I or c.max() >= J):
         raise BadShapeError(f"rows, cols: positions must lie within the shape {(I, J)}")
     K = as_parts(K)
-    if int(v.sum()) * K > MAX_TOTAL:
-        raise DecompositionInputError(
-            f"values.sum() * K = {int(v.sum()) * K} is too large; allowed: at most {MAX_TOTAL}"
-        )
+    _require_total(v, K, "values")
     r, c, v = ordered_entries(r, c, v, J, names="rows, cols", what="a position")
     part, row, col, value = _decompose_coo(r, c, v, I, J, K)
     out = np.argsort((part * I + row) * J + col, kind="stable")
