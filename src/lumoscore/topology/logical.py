@@ -302,6 +302,14 @@ def _pod_sums(
     return keys, np.bincount(inv.reshape(-1), weights=v, minlength=keys.size).astype(np.int64)
 
 
+def _sums_at(i: IntArray, j: IntArray, v: Any, shape: tuple[int, int]) -> IntArray:
+    """The ``shape`` array of the sums of ``v`` at ``(i, j)`` (a leaf's or a spine's
+    requirements from entries: ``(leaf, h)`` for ``leaf_up``/``leaf_down``, ``(h, pod)``
+    for the spines' row sums)."""
+    flat = np.bincount(i * shape[1] + j, weights=v, minlength=shape[0] * shape[1])
+    return flat.astype(np.int64).reshape(shape)
+
+
 def _capacity(spec: ClusterSpec, capacity: Any) -> IntArray:
     shape = (spec.leaves, spec.ocs_groups)
     if capacity is None:
@@ -334,9 +342,9 @@ def _build(
     per = spec.leaves_per_pod
     # C (H P^2 entries) is built at the first access (C property): a candidate design that is
     # compared and dropped, or one whose caller reads the row sums only, never builds it
-    rows = np.bincount(hh * P + aa // per, weights=val, minlength=H * P).astype(np.int64)
-    up = np.bincount(aa * H + hh, weights=val, minlength=n * H).astype(np.int64)
-    down = np.bincount(bb * H + hh, weights=val, minlength=n * H).astype(np.int64)
+    rows = _sums_at(hh, aa // per, val, (H, P))
+    up = _sums_at(aa, hh, val, (n, H))
+    down = _sums_at(bb, hh, val, (n, H))
     return LogicalTopology(
         a=aa,
         b=bb,
@@ -552,8 +560,7 @@ def apply_split(
         raise PreconditionError("apply_split: removing more than the split carries")
     # what changed at pod level, for callers that compare C with topo.C (reconfigure)
     keys, delta = _pod_sums(a, b, h, v, P, per)
-    rows = topo.spine_row_sums().copy()
-    np.add.at(rows, (h, a // per), v)
+    rows = topo.spine_row_sums() + _sums_at(h, a // per, v, (H, P))
     return LogicalTopology(
         a=ea,
         b=eb,
@@ -624,8 +631,9 @@ def shrink_logical_topology(
     # ones (the other entries keep their values: the work is in the pairs removed from)
     sel = np.flatnonzero(want > 0)
     direction = (topo.a[sel] > topo.b[sel]).astype(np.int64)
-    o = sel[np.lexsort((-topo.h[sel], key_pair[sel], direction))]
-    grp = (topo.a[o] > topo.b[o]).astype(np.int64) * (n * n) + key_pair[o]
+    by = np.lexsort((-topo.h[sel], key_pair[sel], direction))
+    o = sel[by]
+    grp = direction[by] * (n * n) + key_pair[o]
     start = np.r_[True, grp[1:] != grp[:-1]]
     free = (topo.value - held)[o]
     take_free = _take_in_order(free, want[o], start)
@@ -636,11 +644,9 @@ def shrink_logical_topology(
     left = value > 0  # (entries stay sorted by (a, b, h), as _build leaves them)
     P, per = spec.pods, spec.leaves_per_pod
     ta, tb, th = topo.a[o], topo.b[o], topo.h[o]
-    up = topo.leaf_up - np.bincount(ta * H + th, weights=taken, minlength=n * H).reshape(n, H)
-    down = topo.leaf_down - np.bincount(tb * H + th, weights=taken, minlength=n * H).reshape(n, H)
-    rows = topo.spine_row_sums() - np.bincount(
-        th * P + ta // per, weights=taken, minlength=H * P
-    ).reshape(H, P)
+    up = topo.leaf_up - _sums_at(ta, th, taken, (n, H))
+    down = topo.leaf_down - _sums_at(tb, th, taken, (n, H))
+    rows = topo.spine_row_sums() - _sums_at(th, ta // per, taken, (H, P))
     # what changed at pod level (as apply_split records it), for callers comparing C
     hit = taken > 0
     keys, delta = _pod_sums(ta[hit], tb[hit], th[hit], taken[hit], P, per)
@@ -649,15 +655,15 @@ def shrink_logical_topology(
         b=topo.b[left],
         h=topo.h[left],
         value=value[left],
-        leaf_up=up.astype(np.int64),
-        leaf_down=down.astype(np.int64),
+        leaf_up=up,
+        leaf_down=down,
         capacity=cap,
         k_spine=spec.k_spine,
         method=topo.method,
         derived_from=topo.token,
         changed_keys=keys,
         changed_delta=-delta,
-        row_sums=rows.astype(np.int64),
+        row_sums=rows,
     )
 
 
