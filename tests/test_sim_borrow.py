@@ -203,7 +203,9 @@ def test_no_kernel_returns_an_array_without_a_reference_count(
     check("lumoscore.sim.kernels._grown_to", kernels._grown_to(np.arange(3), 5))
     out = kernels._global_bott(st[kernels.BOTT], alive, glob)
     check("lumoscore.sim.kernels._global_bott", out)
-    out = kernels._run(f_ptr, f_idx, weight, size, size, cap, np.inf, 1e-9, 1.0, True)
+    out = kernels._alive_rates(alive, st[kernels.RATE])
+    check("lumoscore.sim.kernels._alive_rates", out)
+    out = kernels._run(f_ptr, f_idx, weight, size, size, cap, np.inf, 1e-9, None, True)
     check("lumoscore.sim.kernels._run", out)
     check("lumoscore.sim.kernels.solo_run", kernels.solo_run(f_ptr, f_idx, weight, size, cap, 1e-9))
     missing = _array_kernels() - checked

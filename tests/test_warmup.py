@@ -163,6 +163,20 @@ def test_manifest_lists_the_default_experiment_and_resolves() -> None:
         decode_types(k.args)
 
 
+def test_exact_runs_compile_no_approximate_allocation() -> None:
+    """The default experiment (exact max-min rates) was recorded without compiling the
+    (1+eps) refill: the fluid kernels branch on ``grow is None``, which Numba decides when it
+    compiles (``lumoscore.sim.kernels.kernel_grow``)."""
+    manifest = load_manifest()
+    names = {k.name for k in manifest.inside} | {
+        k.name for ks in manifest.calls.values() for k in ks
+    }
+    assert "_refill" in names
+    assert "_refill_suffix" not in names
+    runs = [k for ks in manifest.calls.values() for k in ks if k.name == "_run"]
+    assert runs and all(k.args[8] == "none" for k in runs)
+
+
 _OBSERVE = """
 import importlib, json, pkgutil, sys
 import lumoscore

@@ -25,9 +25,9 @@ a few minutes) after changing a kernel's argument types.
 Examples
 --------
 >>> from numba import types
->>> sig = (types.int64[::1], types.UniTuple(types.float64[::1], 2), types.boolean)
+>>> sig = (types.int64[::1], types.UniTuple(types.float64[::1], 2), types.boolean, types.none)
 >>> encode_types(sig)
-(['int64', 1, 'C'], {'unituple': ['float64', 1, 'C'], 'count': 2}, 'bool')
+(['int64', 1, 'C'], {'unituple': ['float64', 1, 'C'], 'count': 2}, 'bool', 'none')
 >>> decode_types(encode_types(sig)) == sig
 True
 """
@@ -82,9 +82,11 @@ _SCALARS = (types.Integer, types.Float, types.Boolean)
 def _encode(t: types.Type) -> Any:
     """One Numba type as JSON data: a scalar by name, an array as ``[dtype, ndim, layout]``
     (``"readonly"`` appended for a read-only one), tuples as ``{"tuple": [...]}`` and
-    ``{"unituple": item, "count": n}``; a literal as its type (a kernel compiled inside
-    another for a constant argument)."""
+    ``{"unituple": item, "count": n}``, ``None`` as ``"none"``; a literal as its type (a
+    kernel compiled inside another for a constant argument)."""
     t = types.unliteral(t)
+    if isinstance(t, types.NoneType):
+        return "none"
     if isinstance(t, types.Array) and t.aligned and isinstance(t.dtype, _SCALARS):
         return [str(t.dtype), t.ndim, t.layout] + ([] if t.mutable else ["readonly"])
     if isinstance(t, types.UniTuple):
@@ -103,6 +105,8 @@ def _scalar(name: str) -> types.Type:
 
 def _decode(obj: Any) -> types.Type:
     """The Numba type of :func:`_encode`'s data."""
+    if obj == "none":
+        return types.none
     if isinstance(obj, str):
         return _scalar(obj)
     if isinstance(obj, list):
@@ -114,7 +118,7 @@ def _decode(obj: Any) -> types.Type:
 
 def encode_types(args: Sequence[types.Type]) -> tuple[Any, ...]:
     """Argument types of a compiled signature as JSON data (integers, floats, booleans, arrays
-    of them, tuples); TypeError for any other type."""
+    of them, tuples, None); TypeError for any other type."""
     return tuple(_encode(t) for t in args)
 
 

@@ -181,7 +181,8 @@ def _route_flows(
     K, n = (max(n_cand.max(), 1) if F else 1), indptr[F]
     indptrs = np.empty((K, F + 1), np.int64)
     for c in range(K):
-        indptrs[c] = indptr
+        for f in range(F + 1):
+            indptrs[c, f] = indptr[f]
     offsets = np.arange(K + 1) * n
     ptr, chosen = choose_paths(indptrs, every, offsets, n_cand, load, cap, weight)
     return 0, ptr, chosen

@@ -326,8 +326,10 @@ def _colour(
     if level > 1:
         T *= level
         C = H * T
-        cap_u *= level
-        cap_d *= level
+        for x in range(cap_u.shape[0]):
+            for k in range(cap_u.shape[1]):
+                cap_u[x, k] *= level
+                cap_d[x, k] *= level
     # unit c = k * T + j of spine k is usable at a leaf when j < free links (cap - fixed)
     free_u = np.empty((n, H), np.int64)
     free_d = np.empty((n, H), np.int64)

@@ -162,5 +162,7 @@ def sub_rows(
         ptr[i + 1] = ptr[i] + indptr[rows[i] + 1] - indptr[rows[i]]
     idx = np.empty(ptr[-1], dtype=np.int64)
     for i in range(rows.size):
-        idx[ptr[i] : ptr[i + 1]] = indices[indptr[rows[i]] : indptr[rows[i] + 1]]
+        start = indptr[rows[i]]
+        for j in range(ptr[i + 1] - ptr[i]):
+            idx[ptr[i] + j] = indices[start + j]
     return ptr, idx

@@ -57,6 +57,7 @@ from lumoscore.sim.kernels import (
     count_rows,
     fluid_advance,
     fluid_run,
+    kernel_grow,
     new_state,
     rebuild_heap,
     remaining_at,
@@ -491,7 +492,7 @@ class FluidSet:
                     self._mode,
                     self._r_min,
                     self._new_from,
-                    self.grow,
+                    kernel_grow(self.grow),
                     DONE_RTOL,
                 )
                 self._new_from = self._n

@@ -74,6 +74,7 @@ __all__ = [
     "count_rows",
     "fluid_advance",
     "fluid_run",
+    "kernel_grow",
     "link_lists",
     "link_lists_append",
     "new_state",
@@ -931,7 +932,8 @@ def _refill_suffix(
 def _grown_to(buf: IntArray, size: int) -> IntArray:  # pragma: no cover - compiled
     """``buf`` copied into an array of ``size`` (at least its own) entries."""
     bigger = np.empty(size, dtype=np.int64)
-    bigger[: buf.size] = buf
+    for i in range(buf.size):
+        bigger[i] = buf[i]
     return bigger
 
 
@@ -1291,12 +1293,14 @@ def _solve(
     r_min: float,
     new_from: int,
     clock_s: float,
-    grow: float,
+    grow: float | None,
 ) -> None:  # pragma: no cover - compiled
+    """Rates of the alive rows as ``mode`` says (see :func:`fluid_advance`); ``grow``: None
+    for exact max-min rates, else the ``1 + eps`` factor of the approximate allocation."""
     rate, order, link_load, meta = st[RATE], st[ORDER], st[LOAD], st[META]
     meta[M_SOLVES] += 1
     if mode == REFILL:
-        if grow > 1.0:
+        if grow is not None:
             _refill_suffix(f_ptr, c_idx, cap, weight, alive, st, r_min, clock_s, grow)
             return
         limit = max(64, alive.size // 2)
@@ -1322,14 +1326,12 @@ def _solve(
                 for j in range(f_ptr[f], f_ptr[f + 1]):
                     link_load[c_idx[j]] += weight[f] * rate[f]
     meta[M_ORDER] = 0
-    if grow > 1.0:
+    if grow is not None:
         meta[M_ORDER] = n
         _refill_suffix(f_ptr, c_idx, cap, weight, alive, st, 0.0, clock_s, grow)
     else:
         rows = order[:n].copy()
-        _record_peak(
-            st, _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, grow, np.bool_(True))
-        )
+        _record_peak(st, _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, 1.0, np.bool_(True)))
 
 
 @kernel
@@ -1350,7 +1352,7 @@ def fluid_advance(
     mode: int,
     r_min: float,
     new_from: int,
-    grow: float,
+    grow: float | None,
     done_rtol: float,
 ) -> tuple[float, int, float, bool]:  # pragma: no cover - compiled
     """Run the in-flight rows from ``clock_s`` towards ``until_s``.
@@ -1360,7 +1362,8 @@ def fluid_advance(
     ``until_s``, or as soon as flow completions leave some slot (a job's round) with no live
     row (``live[slot]`` counts them), or when no row can progress. ``alive``, ``live`` and the
     state ``st`` are updated in place; ``(ldir, pool)`` are the rows of each link
-    (:func:`link_lists`).
+    (:func:`link_lists`). ``grow``: None for exact max-min rates, else the ``1 + eps`` factor
+    (:func:`kernel_grow`).
 
     Returns ``(clock_s, mode, r_min, round_done)``.
     """
@@ -1436,7 +1439,7 @@ def fluid_advance(
                     done = True
                 if r < r_min:
                     r_min = r
-        if grow == 1.0:
+        if grow is None:
             # exact sets: only links on which some row is still certified can break a
             # certificate; with none, the rates stay max-min fair
             k = 0
@@ -1448,7 +1451,7 @@ def fluid_advance(
                 else:
                     tmark[q] = 0
             meta[M_TOUCHED] = k
-        if grow > 1.0 or meta[M_TOUCHED] > 0:
+        if grow is not None or meta[M_TOUCHED] > 0:
             mode = REFILL
         if done:
             return clock_s, mode, r_min, True
@@ -1478,6 +1481,16 @@ def remaining_at(
 
 
 @kernel
+def _alive_rates(alive: BoolArray, rate: FloatArray) -> FloatArray:  # pragma: no cover
+    """The rates of the alive rows, 0 for the others."""
+    out = np.zeros(alive.size)
+    for f in range(alive.size):
+        if alive[f]:
+            out[f] = rate[f]
+    return out
+
+
+@kernel
 def _global_bott(bott: IntArray, alive: BoolArray, glob: IntArray) -> IntArray:
     """Bottleneck links of the alive rows as fabric link ids (-1 for none and for others)."""
     out = np.full(alive.size, -1, dtype=np.int64)
@@ -1497,7 +1510,7 @@ def _run(
     capacity: FloatArray,
     until_s: float,
     done_rtol: float,
-    grow: float,
+    grow: float | None,
     start: bool,
 ) -> tuple[
     float, FloatArray, IntArray, FloatArray, FloatArray, IntArray, FloatArray, FloatArray, IntArray
@@ -1513,7 +1526,9 @@ def _run(
             live[0] += 1
     c_idx, c_cap, glob = _compact(f_idx, capacity)
     st = _new_state(n, c_cap.size)
-    st[REM0][:] = np.where(alive, remaining, 0.0)
+    rem0 = st[REM0]
+    for f in range(n):
+        rem0[f] = remaining[f] if alive[f] else 0.0
     st[META][M_ALIVE] = live[0]
     count_rows(f_ptr, c_idx, np.flatnonzero(alive), st[LROWS], 1)
     slot = np.zeros(n, dtype=np.int64)
@@ -1529,7 +1544,7 @@ def _run(
                 f_ptr, c_idx, c_cap, weight, size, alive, slot, live, st, ldir, pool,
                 0.0, min(until_s, 0.0), mode, r_min, n, grow, done_rtol,
             )  # fmt: skip
-            rate0 = np.where(alive, st[RATE], 0.0)
+            rate0 = _alive_rates(alive, st[RATE])
             bott0 = _global_bott(st[BOTT], alive, glob)
         if not start or (not done and until_s > t):
             t, _, _, done = fluid_advance(
@@ -1541,7 +1556,7 @@ def _run(
     elif start:
         rate0 = np.zeros(n)
         bott0 = np.full(n, -1, dtype=np.int64)
-    rate = np.where(alive, st[RATE], 0.0)
+    rate = _alive_rates(alive, st[RATE])
     bott = _global_bott(st[BOTT], alive, glob)
     idle = np.zeros(c_cap.size)  # when the last flow left each link
     for f in range(n):
@@ -1555,6 +1570,20 @@ def _run(
             if left > idle[c_idx[j]]:
                 idle[c_idx[j]] = left
     return t, remaining_at(alive, st, t), glob, st[PEAK], rate, bott, idle, rate0, bott0
+
+
+def kernel_grow(grow: float) -> float | None:
+    """The ``grow`` argument of the compiled fluid model for the factor ``grow = 1 + eps``:
+    None for exact max-min rates (``grow == 1``), so that Numba compiles an exact run without
+    the approximate allocation's code (its branches are on ``grow is None``, which Numba
+    decides when it compiles).
+
+    Examples
+    --------
+    >>> kernel_grow(1.0) is None, kernel_grow(1.01)
+    (True, 1.01)
+    """
+    return None if grow == 1.0 else float(grow)
 
 
 def fluid_run(
@@ -1579,7 +1608,7 @@ def fluid_run(
     """
     t, rem, glob, peak, rate, bott, idle, _, _ = _run(
         f_ptr, f_idx, weight, size, remaining, capacity, float(until_s), float(done_rtol),
-        float(grow), np.bool_(False),
+        kernel_grow(grow), np.bool_(False),
     )  # fmt: skip
     return t, rem, glob, peak, rate, bott, idle
 
@@ -1605,6 +1634,6 @@ def solo_run(
     """:func:`fluid_run` of flows from their full ``size`` to the end, and also every flow's
     rate and bottleneck link at time 0 (0 and -1 for flows that end at once)."""
     return _run(
-        f_ptr, f_idx, weight, size, size, capacity, np.inf, float(done_rtol), float(grow),
+        f_ptr, f_idx, weight, size, size, capacity, np.inf, float(done_rtol), kernel_grow(grow),
         np.bool_(True),
     )  # fmt: skip

@@ -99,7 +99,9 @@ def greedy_assign(
                 take[k] = t
                 left -= t
         else:  # most common free links first (stable: ties by index), round-robin
-            order[:] = np.argsort(-common, kind="mergesort")
+            by = np.argsort(-common, kind="mergesort")
+            for q in range(H):
+                order[q] = by[q]
             while left > 0:
                 got = 0
                 for q in range(H):
