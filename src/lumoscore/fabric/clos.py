@@ -75,6 +75,7 @@ from lumoscore.fabric.routing import (
 )
 from lumoscore.hardware.sizing import clos_max_gpus
 from lumoscore.jit import cached_jit
+from lumoscore.jitsort import sort
 
 __all__ = ["PROBE_HASHES", "ClosFabric"]
 
@@ -253,7 +254,7 @@ def _probed_links(
                         seen[every[q]] = True
                         read[m] = every[q]
                         m += 1
-    out = np.sort(read[:m])
+    out = sort(read[:m])
     for q in range(m):
         seen[out[q]] = False
     return 0, out

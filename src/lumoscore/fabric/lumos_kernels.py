@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.jit import cached_jit
+from lumoscore.jitsort import argsort, argsort_stable, unique
 
 __all__ = [
     "classify_flows",
@@ -53,7 +54,7 @@ def rank_and_count(groups: IntArray) -> tuple[IntArray, IntArray]:  # pragma: no
     [[0, 1, 0], [2, 2, 1]]
     """
     n = groups.size
-    order = np.argsort(groups, kind="mergesort")
+    order = argsort_stable(groups)
     rank = np.empty(n, np.int64)
     count = np.empty(n, np.int64)
     start = 0
@@ -262,7 +263,7 @@ def _flow_leaves(idx: IntArray, a: IntArray, b: IntArray) -> IntArray:  # pragma
     for q in range(F):
         ends[q] = a[idx[q]]
         ends[F + q] = b[idx[q]]
-    return np.unique(ends)
+    return unique(ends)
 
 
 @cached_jit
@@ -548,7 +549,7 @@ def ocs_capacity_diff(
     for q in range(keys.size):
         count[keys[q]] = 0
         seen[keys[q]] = False
-    order = np.argsort(idx[:o])
+    order = argsort(idx[:o])
     return idx[:o][order], cap[:o][order]
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.jit import cached_jit
+from lumoscore.jitsort import argsort, argsort_stable, unique
 
 __all__ = [
     "block_all",
@@ -85,7 +86,7 @@ def pod_slots(
     key = np.empty(nb, np.int64)
     for q in range(nb):  # most free slots, fewest idle GPUs, index
         key[q] = ((per_leaf - f[q]) * (top + 1) + idle_gpus[q]) * nb + q
-    order = np.argsort(key)
+    order = argsort(key)
     total = 0
     k = 0  # leaves taken whole: while the running total stays below m
     while k < nb and total + f[order[k]] < m:
@@ -122,7 +123,7 @@ def pod_slots(
             cand[c] = lb + s
             ck[c] = server_free[lb // sps + s // sps] * per_leaf + s
             c += 1
-    pick = np.argsort(ck)
+    pick = argsort(ck)
     for q in range(rest):
         out[o] = cand[pick[q]]
         o += 1
@@ -182,14 +183,14 @@ def flow_pair_codes(
                         k += 1
     if use_ep:
         for g in range(n_ranks // ep):
-            row = np.unique(flat[g * ep : (g + 1) * ep])
+            row = unique(flat[g * ep : (g + 1) * ep])
             for u in range(row.size):
                 for v in range(u + 1, row.size):
                     x, y = row[u], row[v]
                     if x // leaves_per_pod != y // leaves_per_pod:
                         codes[k] = x * leaves + y
                         k += 1
-    return np.unique(codes[:k])
+    return unique(codes[:k])
 
 
 @cached_jit
@@ -282,11 +283,11 @@ def greedy_pods(c: IntArray, cost: IntArray, need: int) -> NDArray[np.bool_]:  #
     [True, False, False, True]
     """
     P = c.size
-    o1 = np.argsort(cost, kind="mergesort")  # (stable: ties by index)
+    o1 = argsort_stable(cost)  # (stable: ties by index)
     neg = np.empty(P, np.int64)
     for t in range(P):
         neg[t] = -c[o1[t]]
-    by_cap = o1[np.argsort(neg, kind="mergesort")]
+    by_cap = o1[argsort_stable(neg)]
     sel = np.zeros(P, np.bool_)
     got = 0
     for t in range(P):  # the largest pods while they do not cover need on their own
@@ -307,7 +308,7 @@ def greedy_pods(c: IntArray, cost: IntArray, need: int) -> NDArray[np.bool_]:  #
         negc = np.empty(chosen.size, np.int64)
         for t in range(chosen.size):
             negc[t] = -cost[chosen[t]]
-        for i in chosen[np.argsort(negc, kind="mergesort")]:
+        for i in chosen[argsort_stable(negc)]:
             best = -1
             for j in range(P):
                 if (not sel[j] and c[j] >= need - (total - c[i]) and cost[j] < cost[i]

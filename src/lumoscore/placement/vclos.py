@@ -75,6 +75,7 @@ from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.jit import cached_jit
+from lumoscore.jitsort import argsort_stable, sort
 
 __all__ = [
     "ALLOCATORS",
@@ -212,13 +213,17 @@ def _greedy_biclique_jit(
             # the s cheapest spines of the intersection (ties: lower index)
             idx = np.flatnonzero(inter)
             cost = spine_cost[idx]
-            sel = idx[np.argsort(cost, kind="mergesort")[:s]]
+            sel = idx[argsort_stable(cost)[:s]]
             for m in sel:
                 obj += spine_cost[m]
             if obj < best_obj:
                 best_obj = obj
-                best_leaves[:] = np.sort(chosen[:l])
-                best_spines[:] = np.sort(sel)
+                kept = sort(chosen[:l])
+                for q in range(l):
+                    best_leaves[q] = kept[q]
+                kept = sort(sel)
+                for q in range(kept.size):
+                    best_spines[q] = kept[q]
     return best_leaves, best_spines
 
 

@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.jit import cached_jit
+from lumoscore.jitsort import argsort
 from lumoscore.sim.maxmin import _compact
 
 __all__ = ["mark_parts", "round_components", "split_round", "sub_rows"]
@@ -86,7 +87,7 @@ def round_components(
         lab[f] = label_of[r]
     end = np.zeros(n_parts)
     link_part = np.full(links.size, -1, dtype=np.int64)
-    by_id = np.argsort(glob)  # local ids in the order of ``links``
+    by_id = argsort(glob)  # local ids in the order of ``links``
     if links.size != m:
         raise ValueError("links must be the links of the round's routes, sorted, each once")
     for i in range(links.size):

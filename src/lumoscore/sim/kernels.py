@@ -57,6 +57,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.jit import is_cached
+from lumoscore.jitsort import argsort_stable
 from lumoscore.sim.borrow import borrowed, kernel
 from lumoscore.sim.heaps import fresh_top, heap_remove, heap_set, open_links, pop_through
 from lumoscore.sim.maxmin import _compact
@@ -922,7 +923,7 @@ def _refill_suffix(
             rows[k] = order[i]
             k += 1
     _record_peak(st, _refill(f_ptr, c_idx, cap, weight, st, rows, clock_s, grow, np.bool_(True)))
-    by_rate = np.argsort(rate[rows], kind="mergesort")
+    by_rate = argsort_stable(rate[rows])
     for i in range(k):
         order[p + i] = rows[by_rate[i]]
     meta[M_ORDER] = p + k

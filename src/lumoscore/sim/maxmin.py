@@ -42,6 +42,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import PreconditionError
 from lumoscore.jit import cached_jit
+from lumoscore.jitsort import argsort
 from lumoscore.sim.heaps import fresh_top, open_links, pop_through
 
 __all__ = ["MaxMinResult", "incidence", "maxmin_rates"]
@@ -244,7 +245,7 @@ def _fill(
     active = alive.copy()
     rates = np.zeros(n_flows)
     bott = np.full(n_flows, -1, dtype=np.int64)
-    by_cap = np.argsort(cap_f)
+    by_cap = argsort(cap_f)
     next_cap = 0
     left = 0
     for f in range(n_flows):

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.jit import cached_jit
+from lumoscore.jitsort import argsort_stable
 
 __all__ = [
     "assemble_links",
@@ -376,7 +377,7 @@ def assemble_links(
         k_old = np.empty(n_cur, np.int64)
         for r in range(n_cur):
             k_old[r] = ((cur[r, 0] * n_chan + cur[r, 1]) * P + cur[r, 2]) * P + cur[r, 4]
-        order = np.argsort(k_old, kind="mergesort")
+        order = argsort_stable(k_old)
         run = 0
         for q in range(n_cur):
             r = order[q]

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.jit import cached_jit
+from lumoscore.jitsort import argsort_stable
 
 __all__ = ["greedy_assign", "merge_split"]
 
@@ -99,7 +100,7 @@ def greedy_assign(
                 take[k] = t
                 left -= t
         else:  # most common free links first (stable: ties by index), round-robin
-            by = np.argsort(-common, kind="mergesort")
+            by = argsort_stable(-common)
             for q in range(H):
                 order[q] = by[q]
             while left > 0:
@@ -175,7 +176,7 @@ def merge_split(
     sk = np.empty(s, np.int64)
     for i in range(s):
         sk[i] = (a[i] * n + b[i]) * H + h[i]
-    order = np.argsort(sk, kind="mergesort")
+    order = argsort_stable(sk)
     ua = np.empty(s, np.int64)  # the split's keys, distinct, sorted, their sums
     uk = np.empty(s, np.int64)
     uv = np.empty(s, np.int64)
