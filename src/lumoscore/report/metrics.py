@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
+from scipy import special
 
 from lumoscore.errors import ConfigError
 from lumoscore.sim.results import STABILITY_COLUMNS, finished_jobs, queue_stats, stability
@@ -477,7 +477,9 @@ def aggregate(
     size = grouped.size().rename("seeds")
     n = count.to_numpy(dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        tq = np.where(n >= 2, sps.t.ppf(0.5 + confidence / 2.0, np.maximum(n - 1.0, 1.0)), np.nan)
+        # Student's t quantile (scipy.stats.t.ppf computes it so; scipy.stats takes longer to load)
+        q = special.stdtrit(np.maximum(n - 1.0, 1.0), 0.5 + confidence / 2.0)
+        tq = np.where(n >= 2, q, np.nan)
         half = tq * std.to_numpy(dtype=float) / np.sqrt(n)
     ci = pd.DataFrame(half, index=mean.index, columns=[f"{m}_{label}" for m in metrics])
     parts: list[pd.DataFrame | pd.Series] = [size]

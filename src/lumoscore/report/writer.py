@@ -8,7 +8,10 @@ does both for a result directory.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import math
+import os
+import pickle
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +35,7 @@ from lumoscore.report.metrics import (
 from lumoscore.report.plots import ReportFigure, arch_order, build_figures, figure_bytes
 from lumoscore.report.tables import column_definitions, markdown_table, summary_view, to_csv
 
-__all__ = ["Report", "build_report", "save_report", "write_report"]
+__all__ = ["Report", "build_report", "render_figures", "save_report", "write_report"]
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,49 @@ def _without_timings(table: pd.DataFrame) -> pd.DataFrame:
     return table[[c for c in table.columns if not _is_timing(str(c))]]
 
 
+def _png_svg(fig: Any) -> tuple[bytes, bytes]:
+    """The figure's PNG and SVG bytes (:func:`~lumoscore.report.plots.figure_bytes`)."""
+    return figure_bytes(fig, "png"), figure_bytes(fig, "svg")
+
+
+def _png_svg_of(data: bytes) -> tuple[bytes, bytes]:
+    """:func:`_png_svg` of a pickled figure."""
+    return _png_svg(pickle.loads(data))
+
+
+def _pickled(fig: Any) -> bytes | None:
+    """The figure pickled, or None (a figure drawn before keeps its renderer, which does not
+    pickle)."""
+    try:
+        return pickle.dumps(fig)
+    except (AttributeError, TypeError, pickle.PicklingError):
+        return None
+
+
+def render_figures(figs: Sequence[ReportFigure]) -> list[tuple[bytes, bytes]]:
+    """Every figure's ``(png, svg)`` bytes, in order: with several figures and cores, a
+    second process renders every other figure meanwhile (the same bytes:
+    :func:`~lumoscore.figures.figure_bytes` is reproducible across processes).
+
+    Examples
+    --------
+    >>> from lumoscore.report.plots import cdf_figure
+    >>> figs = [ReportFigure(s, s, "", cdf_figure({"x": np.array([1.0])}, xlabel="x", title=s))
+    ...         for s in ("a", "b")]
+    >>> png, svg = render_figures(figs)[1]
+    >>> png[:4], svg.startswith(b"<?xml")
+    (b'\x89PNG', True)
+    """
+    if len(figs) < 2 or (os.cpu_count() or 1) < 2:
+        return [_png_svg(f.figure) for f in figs]
+    # (pickled before any is drawn here; one that does not pickle is drawn here too)
+    sent = {i: _pickled(f.figure) for i, f in enumerate(figs) if i % 2}
+    with cf.ProcessPoolExecutor(max_workers=1) as pool:
+        away = {i: pool.submit(_png_svg_of, data) for i, data in sent.items() if data is not None}
+        here = {i: _png_svg(f.figure) for i, f in enumerate(figs) if i not in away}
+        return [here[i] if i in here else away[i].result() for i in range(len(figs))]
+
+
 def save_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
     """Write the report files into ``out_dir`` (created if missing); return them by name.
 
@@ -201,12 +247,9 @@ def save_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
     html_figs = []
-    for f in report.figures:
-        png = figure_bytes(f.figure, "png")
+    for f, (png, svg) in zip(report.figures, render_figures(report.figures), strict=True):
         paths[f"{f.stem}.png"] = atomic_write_text(out / f"{f.stem}.png", png)
-        paths[f"{f.stem}.svg"] = atomic_write_text(
-            out / f"{f.stem}.svg", figure_bytes(f.figure, "svg")
-        )
+        paths[f"{f.stem}.svg"] = atomic_write_text(out / f"{f.stem}.svg", svg)
         html_figs.append(HtmlFigure(f.stem, f.title, f.caption, png))
     # wall-clock times differ between identical runs: they go to timings.csv only, so that
     # every other file is byte-identical for identical input
