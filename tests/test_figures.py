@@ -183,3 +183,35 @@ def test_constrained_layout_is_frozen_after_the_first_save() -> None:
     pos = fig.axes[0].get_position().bounds
     assert figure_bytes(fig, "svg") == first
     assert fig.axes[0].get_position().bounds == pos
+
+
+def _report_figures() -> list:
+    import numpy as np
+
+    from lumoscore.report.plots import ReportFigure, cdf_figure
+
+    return [
+        ReportFigure(s, s, "", cdf_figure({"x": np.arange(1.0, 4.0 + k)}, xlabel="x", title=s))
+        for k, s in enumerate("abc")
+    ]
+
+
+def test_report_figures_render_alike_on_two_processes_and_one(monkeypatch) -> None:
+    """render_figures draws every other figure in a second process: the same bytes as all
+    drawn here, and all drawn here when no second process can start."""
+    import concurrent.futures as cf
+
+    from lumoscore.report import writer
+    from lumoscore.report.plots import figure_bytes as report_bytes
+
+    both = writer.render_figures(_report_figures())
+    alone = [
+        (report_bytes(f.figure, "png"), report_bytes(f.figure, "svg")) for f in _report_figures()
+    ]
+    assert both == alone
+
+    def no_pool(*args, **kwargs):
+        raise OSError("no processes here")
+
+    monkeypatch.setattr(cf, "ProcessPoolExecutor", no_pool)
+    assert writer.render_figures(_report_figures()) == alone

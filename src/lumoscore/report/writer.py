@@ -229,10 +229,13 @@ def render_figures(figs: Sequence[ReportFigure]) -> list[tuple[bytes, bytes]]:
         return [_png_svg(f.figure) for f in figs]
     # (pickled before any is drawn here; one that does not pickle is drawn here too)
     sent = {i: _pickled(f.figure) for i, f in enumerate(figs) if i % 2}
-    with cf.ProcessPoolExecutor(max_workers=1) as pool:
-        away = {i: pool.submit(_png_svg_of, data) for i, data in sent.items() if data is not None}
-        here = {i: _png_svg(f.figure) for i, f in enumerate(figs) if i not in away}
-        return [here[i] if i in here else away[i].result() for i in range(len(figs))]
+    try:
+        with cf.ProcessPoolExecutor(max_workers=1) as pool:
+            away = {i: pool.submit(_png_svg_of, b) for i, b in sent.items() if b is not None}
+            here = {i: _png_svg(f.figure) for i, f in enumerate(figs) if i not in away}
+            return [here[i] if i in here else away[i].result() for i in range(len(figs))]
+    except (OSError, cf.process.BrokenProcessPool):  # no second process here: draw them all
+        return [_png_svg(f.figure) for f in figs]
 
 
 def save_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
