@@ -1,8 +1,8 @@
 """NumPy's sorts for compiled kernels, each behind a cached function of its own.
 
 Numba compiles its implementation of a NumPy sort (``np.sort``, ``np.argsort``,
-``np.unique``) into every kernel's process that meets it, about a second for each kind and
-dtype, and keeps it on disk only inside the kernels that call it. Called through these
+``np.unique``) in every process that meets it, about a second for each kind and dtype, and
+keeps it on disk only inside the kernels that call it. Called through these
 functions instead, a sort is compiled once for each dtype, kept in the kernel cache
 (:func:`~lumoscore.jit.cached_jit`) and loaded by every later process, the other workers of
 the same first run included. The results are NumPy's (Numba's implementations of them).
