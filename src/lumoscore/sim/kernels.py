@@ -1482,12 +1482,13 @@ def remaining_at(
 
 
 @kernel
-def _alive_rates(alive: BoolArray, rate: FloatArray) -> FloatArray:  # pragma: no cover
-    """The rates of the alive rows, 0 for the others."""
-    out = np.zeros(alive.size)
+def _alive_values(
+    alive: BoolArray, values: FloatArray, out: FloatArray
+) -> FloatArray:  # pragma: no cover - compiled
+    """``out`` with the alive rows' ``values``, 0 for the others (``np.where(alive, values,
+    0)`` in place, without NumPy's broadcasting checks); returns it."""
     for f in range(alive.size):
-        if alive[f]:
-            out[f] = rate[f]
+        out[f] = values[f] if alive[f] else 0.0
     return out
 
 
@@ -1527,9 +1528,7 @@ def _run(
             live[0] += 1
     c_idx, c_cap, glob = _compact(f_idx, capacity)
     st = _new_state(n, c_cap.size)
-    rem0 = st[REM0]
-    for f in range(n):
-        rem0[f] = remaining[f] if alive[f] else 0.0
+    _alive_values(alive, remaining, st[REM0])
     st[META][M_ALIVE] = live[0]
     count_rows(f_ptr, c_idx, np.flatnonzero(alive), st[LROWS], 1)
     slot = np.zeros(n, dtype=np.int64)
@@ -1545,7 +1544,7 @@ def _run(
                 f_ptr, c_idx, c_cap, weight, size, alive, slot, live, st, ldir, pool,
                 0.0, min(until_s, 0.0), mode, r_min, n, grow, done_rtol,
             )  # fmt: skip
-            rate0 = _alive_rates(alive, st[RATE])
+            rate0 = _alive_values(alive, st[RATE], np.empty(n))
             bott0 = _global_bott(st[BOTT], alive, glob)
         if not start or (not done and until_s > t):
             t, _, _, done = fluid_advance(
@@ -1557,7 +1556,7 @@ def _run(
     elif start:
         rate0 = np.zeros(n)
         bott0 = np.full(n, -1, dtype=np.int64)
-    rate = _alive_rates(alive, st[RATE])
+    rate = _alive_values(alive, st[RATE], np.empty(n))
     bott = _global_bott(st[BOTT], alive, glob)
     idle = np.zeros(c_cap.size)  # when the last flow left each link
     for f in range(n):
