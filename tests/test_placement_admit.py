@@ -28,11 +28,13 @@ from lumoscore.placement import (
     reconfigure,
     share_paths,
 )
-from lumoscore.toe import evaluate, verify_configuration
+from lumoscore.toe import PortModel, evaluate, verify_configuration
+from lumoscore.toe.patch import changed_pairs
 from lumoscore.topology import (
     ClusterSpec,
     build_wiring,
     check_logical_topology,
+    design_logical_topology,
     logical_topology,
     theorem_42_condition,
 )
@@ -203,6 +205,7 @@ def test_random_admission_sequences(events: list, mode: str) -> None:
         elif kind == "fail-link":
             fail(state, links=[(r % SPEC.leaves, r % SPEC.ocs_groups)], wiring=WIRING)
         assert state.check() == []
+        _check_deployed_counts(state)
         assert (state.row_sums() <= SPEC.k_leaf).all()
         assert not (state.failed & (state.owner >= 0)).any()  # jobs on failed GPUs released
         topo = state.logical
@@ -214,6 +217,18 @@ def test_random_admission_sequences(events: list, mode: str) -> None:
                 assert msgs == [] and topo.contention_free  # Theorem 4.1
             if topo.contention_free:  # the OCS configuration realizes C exactly
                 assert verify_configuration(WIRING, state.circuits, topo.C) == []
+
+
+def _check_deployed_counts(state: ClusterState) -> None:
+    """The state's record of the deployed links per pod pair (kept in place, and its
+    support, by reconfigure) is the count of the deployed circuits."""
+    if state.toe_counts is None or state.circuits is not state.toe_circuits:
+        return
+    c, (H, P) = state.circuits, (state.spec.ocs_groups, state.spec.pods)
+    counted = np.bincount((c[:, 0] * P + c[:, 2]) * P + c[:, 4], minlength=H * P * P)
+    assert np.array_equal(state.toe_counts.reshape(-1), counted)
+    if state.toe_keys is not None:
+        assert np.array_equal(state.toe_keys, np.flatnonzero(counted))
 
 
 def test_l_changes_through_the_demand_parts_only() -> None:
@@ -408,6 +423,7 @@ def test_design_is_free_follows_theorems_41_and_42() -> None:
 
 
 TAU1 = ClusterSpec(pods=4, k_leaf=4, k_spine=4, tau=1, gpus_per_server=1)
+TAU1_WIRING = PortModel.from_wiring(build_wiring(TAU1, "cross"))  # (as the fabric: patched)
 
 
 @settings(max_examples=40, deadline=None)
@@ -424,7 +440,7 @@ def test_tau1_incremental_splits_add_no_contention(events: list) -> None:
     contention-free), Theorem 4.2's condition gives a contention-free topology, and (5)(8)
     always hold."""
     state = ClusterState.empty(TAU1)
-    reconfigure(state)
+    reconfigure(state, wiring=TAU1_WIRING)
     lp, k = TAU1.leaves_per_pod, TAU1.k_leaf
     for n, (arrive, x, y, v) in enumerate(events):
         if not arrive:
@@ -433,9 +449,9 @@ def test_tau1_incremental_splits_add_no_contention(events: list) -> None:
                 part = state.job_demand[j]
                 split = state.job_split.get(j)
                 state.remove_demand(j)
-                reconfigure(
-                    state, logical=ADMIT._incremental(state, j, part, False, "incremental", split)
-                )
+                topo = ADMIT._incremental(state, j, part, False, "incremental", split)
+                reconfigure(state, wiring=TAU1_WIRING, logical=topo)
+                _check_deployed_counts(state)
             continue
         if x // lp == y // lp or max(state.row_sums(np.array([x, y]))) + v > k:
             continue  # intra-pod, or beyond K_leaf (admission refuses those)
@@ -453,7 +469,44 @@ def test_tau1_incremental_splits_add_no_contention(events: list) -> None:
             assert trial.excess > before.excess or ADMIT._design_is_free(state, cap)
         else:
             assert kept.method == "incremental" and kept.excess == before.excess
-        topo = reconfigure(state, logical=kept).logical
-        assert not [m for m in check_logical_topology(state.L, topo, TAU1) if m[:3] != "(6)"]
+        rec = reconfigure(state, wiring=TAU1_WIRING, logical=kept)
+        topo = rec.logical
+        _check_deployed_counts(state)
+        msgs = check_logical_topology(state.L, topo, TAU1)
+        assert not [m for m in msgs if m.startswith(("(5)", "(8)"))]
         if theorem_42_condition(state.L, TAU1):
             assert topo.contention_free
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10**6), st.booleans())
+def test_pairs_to_change_on_entries_equals_the_dense_comparison(seed: int, scaled: bool) -> None:
+    """The changes found on the union of the deployed and the new supports (and the in-place
+    step) are the dense comparison's, for a scaled demand given by entries and for ``C``."""
+    rng = np.random.default_rng(seed)
+    spec = ClusterSpec(pods=5, k_leaf=4, k_spine=4, tau=1, gpus_per_server=1)
+    H, P = spec.ocs_groups, spec.pods
+
+    def symmetric() -> np.ndarray:
+        x = rng.integers(0, 3, (H, P, P)) * (rng.random((H, P, P)) < 0.3)
+        x = np.triu(x, 1)
+        return x + x.transpose(0, 2, 1)
+
+    state = ClusterState.empty(spec)
+    before = symmetric()
+    state.toe_circuits = state.circuits
+    state.toe_counts, state.toe_keys = before.copy(), np.flatnonzero(before)
+    leaves = spec.leaves_per_pod
+    L = np.zeros((spec.leaves, spec.leaves), np.int64)
+    for i, j in zip(*np.nonzero(np.triu(symmetric().sum(axis=0), 1)), strict=True):
+        L[i * leaves, j * leaves] = L[j * leaves, i * leaves] = 1
+    topo = design_logical_topology(L, spec)
+    after = symmetric() if scaled else topo.C
+    key = np.flatnonzero(after)
+    demand = ADMIT.LinkEntries(key, after.reshape(-1)[key], (H, P, P)) if scaled else None
+    prev, pairs, step, support = ADMIT._pairs_to_change(state, topo, demand)
+    expect = changed_pairs(before, after)
+    assert all(np.array_equal(a, b) for a, b in zip(pairs, expect, strict=True))
+    assert step is not None and np.array_equal(support, key)
+    prev.reshape(-1)[step[0]] += step[1]
+    assert np.array_equal(prev, after)

@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
 from lumoscore.fabric.routing import ROUTINGS
 from lumoscore.jit import cached_jit
+from lumoscore.npsets import unique
 from lumoscore.topology.cluster import ClusterSpec
 
 __all__ = [
@@ -404,7 +405,7 @@ class Fabric(ABC):
     ) -> IntArray:
         """Mark ``units`` of ``element`` (of ``n``) failed or working in ``failed`` (per
         element, created on first use); returns the distinct units whose state changed."""
-        idx = np.unique(np.asarray(units, dtype=np.int64))
+        idx = unique(np.asarray(units, dtype=np.int64))
         if idx.size and (idx[0] < 0 or idx[-1] >= n):
             raise PreconditionError(f"{element} ids must be in [0, {n}), got {idx.tolist()}")
         state = failed.setdefault(element, np.zeros(n, np.bool_))
@@ -420,7 +421,7 @@ class Fabric(ABC):
             self.dead_links = np.zeros(self.n_links, np.bool_)
         assert self._cable_failed is not None and self.dead_links is not None
         idx = self._flip_units(self._cable_failed, element, up.size, cables, fail)
-        links = np.unique(np.concatenate([up[idx], down[idx]]))
+        links = unique(np.concatenate([up[idx], down[idx]]))
         lost = np.zeros(self.n_links)
         for el, f in self._cable_failed.items():
             u, d, b = self.cables(el)

@@ -103,6 +103,7 @@ from lumoscore.fabric.routing import (
     choose_paths,
     probe_inputs,
 )
+from lumoscore.npsets import unique
 from lumoscore.placement import ClusterState, admit, finish, reconfigure
 from lumoscore.placement.admit import LOGICAL_MODES, Reconfiguration
 from lumoscore.toe import PortModel
@@ -493,7 +494,7 @@ class LumosCoreFabric(Fabric):
         k = k[(k >= 0) & (change.capacity_bps != 0)]
         k = k[~self._ocs_listed[k]]
         if k.size:
-            k = np.unique(k)
+            k = unique(k)
             self._ocs_listed[k] = True
             self._ocs_support = np.concatenate([self._ocs_support, k])
 
@@ -516,7 +517,7 @@ class LumosCoreFabric(Fabric):
             and current is st.toe_circuits
             and st.toe_counts is not None
         ):
-            keys = np.unique(self._ocs_dirty)
+            keys = unique(self._ocs_dirty)
             new_bps = st.toe_counts.reshape(-1)[keys] * port
             differ = new_bps != self.capacity_bps[self.off_ocs + keys]
             diff, new_bps = keys[differ], new_bps[differ]
@@ -762,7 +763,7 @@ class LumosCoreFabric(Fabric):
         h = np.arange(self._H)[:, None, None]
         tx = (h * n_ocs + w.tx_ocs) * Q + w.tx_ocs_port
         rx = (h * n_ocs + w.rx_ocs) * Q + w.rx_ocs_port
-        return np.unique(np.concatenate([tx.ravel(), rx.ravel()])), tx, rx
+        return unique(np.concatenate([tx.ravel(), rx.ravel()])), tx, rx
 
     def failure_units(self, element: str = "leaf-spine") -> tuple[int, float]:
         """Leaf-spine cables (:meth:`cables`); ``spine-ocs``: every spine's OCS-facing ports,
@@ -1025,7 +1026,7 @@ class LumosCoreFabric(Fabric):
             prev = self._job_ocs_seen.get(job_id)
             if prev is not None:
                 parts = [prev, *parts]
-            self._job_ocs_seen[job_id] = np.unique(np.concatenate(parts))
+            self._job_ocs_seen[job_id] = unique(np.concatenate(parts))
         self._job_ocs_new.clear()
         return self._job_ocs_seen
 

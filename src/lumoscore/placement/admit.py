@@ -80,6 +80,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
+from lumoscore.npsets import union
 from lumoscore.placement.demand import job_demand, share_paths
 from lumoscore.placement.policies import EP_SPLIT_TIER, PlacementPolicy, get_policy
 from lumoscore.placement.state import ClusterState, DemandPart, Placement, Refusal
@@ -101,6 +102,7 @@ from lumoscore.workload.job import Job
 __all__ = [
     "LOGICAL_MODES",
     "Admission",
+    "LinkEntries",
     "Reconfiguration",
     "admit",
     "fail",
@@ -117,6 +119,33 @@ LOGICAL_MODES: tuple[str, ...] = ("incremental", "full")
 :func:`~lumoscore.topology.logical.design_logical_topology` of the whole ``L``) when the
 greedy addition adds contention, or leaves some while a fresh design is contention-free by
 Theorem 4.1 or 4.2; ``full`` always recomputes (the paper's procedure)."""
+
+
+@dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
+class LinkEntries:
+    """Links per pod pair ``(H, P, P)`` given by their non-zero entries: flat keys
+    (ascending) and values; :meth:`dense` builds the array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> LinkEntries(np.array([1, 2]), np.array([3, 3]), (1, 2, 2)).dense().tolist()
+    [[[0, 3], [3, 0]]]
+    """
+
+    key: IntArray
+    value: IntArray
+    shape: tuple[int, int, int]
+
+    def dense(self) -> IntArray:
+        """The ``shape`` array."""
+        out = np.zeros(self.shape, np.int64)
+        out.reshape(-1)[self.key] = self.value
+        return out
+
+
+def _dense(links: IntArray | LinkEntries) -> IntArray:
+    return links.dense() if isinstance(links, LinkEntries) else links
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
@@ -139,8 +168,8 @@ class Reconfiguration:
         Staged reconfiguration (with ``iota`` and a previous configuration).
     ocs_links : ndarray or None
         ``(H, P, P)`` links asked of the ToE for ``C`` (a property): ``C`` itself, or ``C``
-        scaled down to the spines' ports (before any backup links, ``scaled_links``). None
-        without a wiring (``wired`` False).
+        scaled down to the spines' ports (before any backup links, ``scaled_links``, also a
+        property; built when read). None without a wiring (``wired`` False).
     changed_links : ndarray or None
         Flat keys into ``(H, P, P)`` (both directions) of the pod pairs whose number of
         circuits changed, when known (the patch, or no change); None when a solver rebuilt
@@ -158,11 +187,17 @@ class Reconfiguration:
     rewired_circuits: int = 0
     plan: StagedPlan | None = None
     wired: bool = False
-    scaled_links: IntArray | None = None
+    scaled: IntArray | LinkEntries | None = field(default=None, repr=False)
     changed_links: IntArray | None = None
     logical_time_s: float = 0.0
     toe_time_s: float = 0.0
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def scaled_links(self) -> IntArray | None:
+        """``(H, P, P)`` links asked of the ToE when ``C`` had to be scaled down to the spines'
+        ports (before any backup links), else None."""
+        return self.scaled.dense() if isinstance(self.scaled, LinkEntries) else self.scaled
 
     @property
     def ocs_links(self) -> IntArray | None:
@@ -303,7 +338,7 @@ def feasible_demand(C: Any, k_spine: Any, rows: IntArray | None = None) -> IntAr
 
 def _scaled_entries(
     shape: tuple[int, ...], entries: tuple[IntArray, IntArray], k_spine: IntArray
-) -> IntArray | None:
+) -> LinkEntries | None:
     """:func:`feasible_demand`'s scaling computed on the non-zero entries of ``C`` (flat
     keys, values), or None when some spine still has more partners than ports (the greedy
     over the overflow then runs on the whole matrix). Every entry keeps at least one circuit,
@@ -322,15 +357,16 @@ def _scaled_entries(
     val = 1 + np.floor(extra * f + 1e-9).astype(np.int64)
     if (np.bincount(hi, weights=val, minlength=H * P).reshape(H, P) > k_spine).any():
         return None
-    out = np.zeros(H * P * P, np.int64)
-    out[key] = val
-    return out.reshape(H, P, P)
+    return LinkEntries(key, val, (H, P, P))
 
 
-def _scaled_topology(topo: LogicalTopology, ports: Any, rows: IntArray) -> IntArray | None:
+def _scaled_topology(
+    topo: LogicalTopology, ports: Any, rows: IntArray
+) -> IntArray | LinkEntries | None:
     """:func:`feasible_demand` of ``topo.C`` (row sums ``rows``), or None when that leaves it
-    as it is; on ``C``'s entries when no spine has more partners than ports (then neither
-    ``C`` nor a comparison with it is built: the scaled matrix has ``C``'s support)."""
+    as it is; on ``C``'s entries, and as entries, when no spine has more partners than ports
+    (then neither ``C`` nor a comparison with it is built: the scaled matrix has ``C``'s
+    support)."""
     key, val = topo.pod_entries()
     H, P = rows.shape
     k_spine = np.broadcast_to(np.asarray(ports, dtype=np.int64), rows.shape)
@@ -338,7 +374,7 @@ def _scaled_topology(topo: LogicalTopology, ports: Any, rows: IntArray) -> IntAr
     if demand is None:
         demand = feasible_demand(topo.C, ports, rows=rows)
         return None if np.array_equal(demand, topo.C) else demand
-    return None if np.array_equal(demand.reshape(-1)[key], val) else demand
+    return None if np.array_equal(demand.value, val) else demand
 
 
 def _freeable(out: IntArray, h: int, x: int) -> int:
@@ -416,7 +452,7 @@ def reconfigure(
     ports = spec.k_spine if state.spine_ports is None else state.spine_ports
     rows = topo.spine_row_sums()
     # demand None: C itself (asked of the ToE unchanged; not built where not needed)
-    demand: IntArray | None = None
+    demand: IntArray | LinkEntries | None = None
     if static:
         demand = port_mesh(spec, ports)
     elif not _fits(rows, ports):
@@ -427,11 +463,11 @@ def reconfigure(
     # the links asked per pod pair (Reconfiguration.spine_link_contention), before backups
     links = demand if scaled else None
     if backup and not static:
-        base = topo.C if demand is None else demand
+        base = topo.C if demand is None else _dense(demand)
         demand = base + backup_mesh(base, spec, ports)
     old = state.circuits
     H, P = spec.ocs_groups, spec.pods
-    prev, pairs, derived = _pairs_to_change(state, topo, demand)
+    prev, pairs, step, support = _pairs_to_change(state, topo, demand)
     counts: IntArray | None = prev  # links per pod pair of the new circuits, when known
     changed = np.zeros(H, bool)
     changed[pairs[0]] = True
@@ -452,13 +488,13 @@ def reconfigure(
             patched = patch_circuits(wiring, old, *pairs, merge=True)
             if patched is not None:
                 # the patch realizes every count exactly (the counts are the state's own:
-                # updated in place where topo changed, else a copy of C; a demand other
-                # than C is this call's own array and never updated in place later, since
-                # toe_counts_of stays None and no topology is derived from it)
-                if derived:
-                    prev.reshape(-1)[topo.changed_keys] += topo.changed_delta
+                # updated in place where they changed, else a copy of C; a dense demand
+                # other than C is this call's own array and never updated in place later,
+                # since toe_counts_of stays None and the support is not known)
+                if step is not None:
+                    prev.reshape(-1)[step[0]] += step[1]
                 elif demand is not None:
-                    counts = demand
+                    counts = _dense(demand)
                 else:
                     counts = np.array(topo.C, np.int64)
                 new = patched
@@ -476,7 +512,7 @@ def reconfigure(
             member[changed] = True
             hit = member[old[:, 0]]
             res = configure(
-                (topo.C if demand is None else demand)[changed],
+                (topo.C if demand is None else _dense(demand))[changed],
                 wiring,
                 current=old,
                 solver=solver,
@@ -504,6 +540,7 @@ def reconfigure(
     state.logical = topo
     state.circuits = new
     state.toe_circuits, state.toe_wiring, state.toe_counts = new, wiring, counts
+    state.toe_keys = None if counts is None else support
     # (the counts are C's when nothing scaled or added to it)
     state.toe_counts_of = topo.token if counts is not None and demand is None else None
     changed_links = None
@@ -518,7 +555,7 @@ def reconfigure(
         rewired_circuits=rewired,
         plan=plan,
         wired=True,
-        scaled_links=links,
+        scaled=links,
         changed_links=changed_links,
         logical_time_s=t1 - t0,
         toe_time_s=t2 - t1,
@@ -527,33 +564,71 @@ def reconfigure(
 
 
 def _pairs_to_change(
-    state: ClusterState, topo: LogicalTopology, demand: IntArray | None
-) -> tuple[IntArray, tuple[IntArray, IntArray, IntArray, IntArray], bool]:
+    state: ClusterState, topo: LogicalTopology, demand: IntArray | LinkEntries | None
+) -> tuple[
+    IntArray,
+    tuple[IntArray, IntArray, IntArray, IntArray],
+    tuple[IntArray, IntArray] | None,
+    IntArray | None,
+]:
     """The links per pod pair of the deployed circuits, the pod pairs whose count must
-    change to reach ``demand`` (None: ``topo.C``) as ``(group, i, j, change)``, and whether
-    those came from ``topo``'s differences: when the deployed counts are those of the
-    topology ``topo`` was derived from, only where it says ``C`` changed (``C`` is not
-    built)."""
+    change to reach ``demand`` (None: ``topo.C``) as ``(group, i, j, change)``, the change as
+    ``(flat keys, difference)`` when the deployed counts are the state's own array (to update
+    in place once the circuits realize it; None otherwise), and the flat keys of the new
+    counts' non-zero entries when known.
+
+    Without building ``C``, or comparing ``(H, P, P)`` arrays, when the deployed counts are
+    known: the changes ``topo`` lists when they are those of the topology it was derived
+    from, else the new entries (``topo``'s, or the scaled ones) against the deployed counts
+    on the union of the two supports.
+    """
     old = state.circuits
     H, P = state.spec.ocs_groups, state.spec.pods
     known = old is state.toe_circuits and state.toe_counts is not None
+    prev = state.toe_counts
     if (
         demand is None
         and known
         and topo.derived_from is not None
         and topo.derived_from is state.toe_counts_of
     ):
-        assert state.toe_counts is not None and topo.changed_keys is not None
+        assert prev is not None and topo.changed_keys is not None
         assert topo.changed_delta is not None
-        return state.toe_counts, pairs_of_changes(topo.changed_keys, topo.changed_delta, P), True
+        keys, delta = topo.changed_keys, topo.changed_delta
+        support = None
+        if state.toe_keys is not None:
+            support = union(state.toe_keys, keys)
+            support = support[(prev.reshape(-1)[support] + _at(keys, delta, support)) != 0]
+        return prev, pairs_of_changes(keys, delta, P), (keys, delta), support
+    if known and state.toe_keys is not None and not isinstance(demand, np.ndarray):
+        assert prev is not None
+        key, val = topo.pod_entries() if demand is None else (demand.key, demand.value)
+        both = union(state.toe_keys, key)
+        delta = _at(key, val, both) - prev.reshape(-1)[both]
+        moved = delta != 0
+        keys, delta = both[moved], delta[moved]
+        return prev, pairs_of_changes(keys, delta, P), (keys, delta), key
     if known:
-        prev = state.toe_counts
+        assert prev is not None
     else:
         prev = np.bincount((old[:, 0] * P + old[:, 2]) * P + old[:, 4], minlength=H * P * P)
         prev = prev.reshape(H, P, P)
-    assert prev is not None
     # (symmetric counts: a pair i < j per change)
-    return prev, changed_pairs(prev, topo.C if demand is None else demand), False
+    new = topo.C if demand is None else _dense(demand)
+    support = None
+    if demand is None:
+        support = topo.pod_entries()[0]
+    elif isinstance(demand, LinkEntries):
+        support = demand.key
+    return prev, changed_pairs(prev, new), None, support
+
+
+def _at(key: IntArray, value: IntArray, where: IntArray) -> IntArray:
+    """``value`` scattered from the ascending ``key`` onto the ascending ``where`` (a
+    superset of ``key``), zero elsewhere."""
+    out = np.zeros(where.size, np.int64)
+    out[np.searchsorted(where, key)] = value
+    return out
 
 
 def _fits(rows: IntArray, ports: Any) -> bool:

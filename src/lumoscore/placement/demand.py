@@ -49,6 +49,7 @@ from numpy.typing import NDArray
 
 from lumoscore.decompose.flow import solve_bounded_flow
 from lumoscore.errors import ConfigError, SolverError
+from lumoscore.npsets import unique
 from lumoscore.placement.kernels import flow_pair_codes, sorted_difference
 from lumoscore.placement.state import ClusterState, DemandPart, Placement
 from lumoscore.traffic.demand import leaf_demand, research_pairs
@@ -88,7 +89,7 @@ def _pair_codes(a: IntArray, b: IntArray, per: int, n: int) -> IntArray:
 
 
 def _pairs(a: IntArray, b: IntArray, per: int, n: int) -> IntArray:
-    return np.unique(_pair_codes(a, b, per, n))
+    return unique(_pair_codes(a, b, per, n))
 
 
 def _flow_pairs_of_schedule(job: Job, placement: Placement, state: ClusterState) -> IntArray:
@@ -152,7 +153,7 @@ def _cover_flows(
     have = r * n + c  # ascending and distinct (the rule's entries, in row-major order)
     flows = _flow_pairs(job, placement, state, grid)
     if len(have) > 1 and (np.diff(have) <= 0).any():
-        have = np.unique(have)
+        have = unique(have)
     miss = sorted_difference(np.ascontiguousarray(flows, dtype=np.int64), have)
     if not miss.size:
         return r, c, val, cost
@@ -257,7 +258,7 @@ def share_paths(
     k = state.spec.k_leaf if limit is None else limit
     n = state.spec.leaves
     # the part's leaves only: elsewhere L's rows fit (every admission keeps them within)
-    mine = np.unique(np.concatenate([part.rows, part.cols]))
+    mine = unique(np.concatenate([part.rows, part.cols]))
     rows_now = np.zeros(n, np.int64)
     rows_now[mine] = state.row_sums(mine)
     new_rows = np.bincount(part.rows, weights=part.values, minlength=n).astype(np.int64)

@@ -54,6 +54,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.npsets import unique
 from lumoscore.placement.kernels import block_all, block_counts, pod_slots
 from lumoscore.placement.podselect import select_pods_exact, select_pods_greedy
 from lumoscore.placement.state import ClusterState, Placement, Refusal
@@ -220,8 +221,8 @@ class PlacementPolicy:
         tp = job.tp
         gpus = (np.sort(slots)[:, None] * tp + np.arange(tp)).reshape(-1)
         ranks = arrange_job(job, gpus, state.spec)
-        pods = np.unique(gpus // state.spec.gpus_per_pod)
-        leaves = np.unique(state.leaf_of_gpu(gpus))
+        pods = unique(gpus // state.spec.gpus_per_pod)
+        leaves = unique(state.leaf_of_gpu(gpus))
         return Placement(
             job_id=job.job_id,
             gpus=ranks,

@@ -20,7 +20,8 @@ A :class:`ClusterState` holds, as NumPy arrays,
   deployed last and the wiring it was computed for: while ``circuits`` is that very array,
   the next reconfiguration skips validating it (bookkeeping only; None = not known);
   ``toe_counts`` -- its links per pod pair ``(H, P, P)`` when known (None: counted again;
-  the state's own array, updated in place), ``toe_counts_of`` -- the ``token`` of the logical
+  the state's own array, updated in place), ``toe_keys`` -- the flat keys of their non-zero
+  entries, ascending (None: not known), ``toe_counts_of`` -- the ``token`` of the logical
   topology whose ``C`` they equal (None: none known);
 * ``failed_links`` -- leaf-spine links down per ``(leaf, spine)``; ``spine_ports`` -- the
   working OCS-facing ports of every spine ``(H, P)`` when some are out of service (None:
@@ -54,6 +55,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.npsets import unique
 from lumoscore.topology.cluster import ClusterSpec
 
 __all__ = [
@@ -219,6 +221,7 @@ class ClusterState:
     toe_circuits: IntArray | None = None
     toe_wiring: Any = None
     toe_counts: IntArray | None = None
+    toe_keys: IntArray | None = None
     toe_counts_of: object | None = None
     spine_ports: IntArray | None = None
 
@@ -370,7 +373,7 @@ class ClusterState:
             raise PlacementError(f"job {j} is already placed")
         if g.size and (g.min() < 0 or g.max() >= self.spec.gpus):
             raise PlacementError(f"job {j}: GPU ids must be in [0, {self.spec.gpus})")
-        if np.unique(g).size != g.size:
+        if unique(g).size != g.size:
             raise PlacementError(f"job {j}: a GPU is listed twice")
         busy = self.owner[g] >= 0
         if busy.any():
@@ -464,11 +467,11 @@ class ClusterState:
 
     def fail_gpus(self, gpus: ArrayLike) -> tuple[int, ...]:
         """Mark GPUs failed; returns the (sorted) ids of running jobs that hold one of them."""
-        g = np.unique(np.asarray(gpus, dtype=np.int64).reshape(-1))
+        g = unique(np.asarray(gpus, dtype=np.int64).reshape(-1))
         if g.size and (g.min() < 0 or g.max() >= self.spec.gpus):
             raise ConfigError(f"gpus: ids must be in [0, {self.spec.gpus})")
         self.failed[g] = True
-        hit = np.unique(self.owner[g])
+        hit = unique(self.owner[g])
         return tuple(int(x) for x in hit[hit >= 0])
 
     def fail_servers(self, servers: ArrayLike) -> tuple[int, ...]:

@@ -76,6 +76,7 @@ from numpy.typing import NDArray
 from lumoscore.errors import ConfigError, PreconditionError
 from lumoscore.jit import cached_jit
 from lumoscore.jitsort import argsort_stable, sort
+from lumoscore.npsets import unique
 
 __all__ = [
     "ALLOCATORS",
@@ -709,7 +710,7 @@ class VClosAllocator:
         gpus = np.concatenate([self._leaf_gpus(leaf, t) for leaf, t in layout])[:n]
         leaf_of = gpus // self.d
         ports = np.empty(n, np.int64)
-        for leaf in np.unique(leaf_of):
+        for leaf in unique(leaf_of):
             sel = np.flatnonzero(leaf_of == leaf)
             fp = self._free_ports(int(leaf))
             if fp.size < sel.size:
@@ -770,7 +771,7 @@ class VClosAllocator:
         gpus = every[:n]
         # whole servers are held (locality); relax holds only the GPUs taken
         if self.unit == self.T and c.stage > 0:
-            servers = np.unique(every // self.T)
+            servers = unique(every // self.T)
             held = (servers[:, None] * self.T + np.arange(self.T)).ravel()
         else:
             held = every

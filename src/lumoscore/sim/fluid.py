@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from lumoscore.npsets import unique
 from lumoscore.sim.components import mark_parts, round_components, split_round, sub_rows
 from lumoscore.sim.kernels import (
     FULL_SOLVE,
@@ -393,7 +394,7 @@ class FluidSet:
         Call it (with the set run up to now) before the capacities of those links change."""
         links = np.asarray(links, dtype=np.int64)
         on = self._detached_on[links]
-        for s in np.unique(on[on >= 0]).tolist():
+        for s in unique(on[on >= 0]).tolist():
             g = self._groups[s]
             parts = np.zeros(g.detached.size, dtype=bool)
             parts[g.link_part[np.searchsorted(g.rp.links, links[on == s])]] = True

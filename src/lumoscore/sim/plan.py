@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from lumoscore.fabric.base import Fabric
 from lumoscore.jit import cached_jit
+from lumoscore.npsets import unique
 from lumoscore.sim.kernels import fluid_run, solo_run
 from lumoscore.traffic.exposure import EXPOSURES
 from lumoscore.workload.job import REFERENCE_PORT_GBPS, Job
@@ -291,7 +292,7 @@ def _union(parts: list[IntArray], n: int) -> IntArray:
     sorting the parts (a cluster's many links, a job's few)."""
     total = sum(p.size for p in parts)
     if 16 * total < n:
-        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        return unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
     used = np.zeros(n, dtype=bool)
     for p in parts:
         used[p] = True

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from lumoscore.errors import PreconditionError
+from lumoscore.npsets import unique
 
 __all__ = ["form_ring", "is_single_ring"]
 
@@ -48,7 +49,7 @@ def form_ring(pods: np.ndarray, links: np.ndarray) -> np.ndarray:
     """
     pods = np.sort(np.asarray(pods, dtype=np.int64))
     m = pods.size
-    if m < 2 or np.unique(pods).size != m:
+    if m < 2 or unique(pods).size != m:
         raise PreconditionError(f"a ring needs at least two distinct pods, got {pods.tolist()}")
     sub = np.asarray(links, dtype=bool)[np.ix_(pods, pods)].copy()
     np.fill_diagonal(sub, False)

@@ -62,6 +62,7 @@ from ortools.sat.python import cp_model
 
 from lumoscore.decompose import integer_decomposition_entries, symmetric_split_entries
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError, SolverError
+from lumoscore.npsets import unique
 from lumoscore.topology.cluster import ClusterSpec
 from lumoscore.topology.kernels import greedy_assign, merge_split
 
@@ -271,7 +272,7 @@ def _coo(L: Any, spec: ClusterSpec) -> tuple[IntArray, IntArray, IntArray]:
         if r.size and (min(r.min(), c.min()) < 0 or max(r.max(), c.max()) >= n):
             raise ConfigError(f"L: entries must index leaves 0..{n - 1}")
         key = r * n + c
-        if r.size > 1 and np.unique(key).size < key.size:  # sum duplicate entries
+        if r.size > 1 and unique(key).size < key.size:  # sum duplicate entries
             key, inv = np.unique(key, return_inverse=True)
             v = np.bincount(inv.reshape(-1), weights=v, minlength=key.size)
             r, c = key // n, key % n
@@ -750,9 +751,9 @@ def ilp_logical_topology(
     for e in range(src.size):  # (5)
         m.add(sum(x[e, h] for h in range(H)) == int(dem[e]))
     for h in range(H):  # (6)
-        for leaf in np.unique(src).tolist():
+        for leaf in unique(src).tolist():
             m.add(sum(x[e, h] for e in np.flatnonzero(src == leaf).tolist()) <= int(cap[leaf, h]))
-        for leaf in np.unique(dst).tolist():
+        for leaf in unique(dst).tolist():
             m.add(sum(x[e, h] for e in np.flatnonzero(dst == leaf).tolist()) <= int(cap[leaf, h]))
     ps, pd = src // per, dst // per
     for i, j in {(min(p, q), max(p, q)) for p, q in zip(ps.tolist(), pd.tolist(), strict=True)}:

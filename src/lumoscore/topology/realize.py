@@ -80,6 +80,7 @@ from ortools.sat.python import cp_model
 
 from lumoscore.decompose import integer_decomposition_sparse, symmetric_decomposition
 from lumoscore.errors import ConfigError, InfeasibleError, SolverError
+from lumoscore.npsets import unique
 from lumoscore.topology.circuits import as_logical_topology, logical_topology, ltcr_matrix
 from lumoscore.topology.wiring import Wiring
 
@@ -299,9 +300,7 @@ def realize(C: Any, wiring: Wiring) -> IntArray:
         k, i, j = X.part, X.row, X.col
         P = wiring.pods
         if X.value.size and (
-            X.value.max() > 1
-            or np.unique(k * P + i).size < k.size
-            or np.unique(k * P + j).size < k.size
+            X.value.max() > 1 or unique(k * P + i).size < k.size or unique(k * P + j).size < k.size
         ):
             raise SolverError(
                 "integer decomposition returned a part that is not a partial permutation "

@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.npsets import unique
 from lumoscore.traffic.flows import Flows, Round, Schedule
 
 __all__ = [
@@ -531,7 +532,7 @@ def parameter_server_bytes(workers: ArrayLike, servers: ArrayLike, size_bytes: f
     >>> parameter_server_bytes([0, 1, 2], [8], 6.0), parameter_server_bytes([0, 1], [1], 4.0)
     (36.0, 8.0)
     """
-    w = np.unique(np.asarray(workers).reshape(-1))
-    k = np.unique(np.asarray(servers).reshape(-1))
+    w = unique(np.asarray(workers).reshape(-1))
+    k = unique(np.asarray(servers).reshape(-1))
     both = np.intersect1d(w, k).size
     return float(2 * (w.size * k.size - both) * size_bytes / k.size)

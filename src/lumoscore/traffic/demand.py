@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from lumoscore.errors import ConfigError
+from lumoscore.npsets import unique
 from lumoscore.topology.cluster import ClusterSpec
 from lumoscore.traffic.arrangement import arrange_job
 from lumoscore.traffic.flows import Flows, Schedule
@@ -123,12 +124,12 @@ def is_leafwise_permutation(flows: Flows, spec: ClusterSpec) -> bool:
         return True
     if (flows.weight != 1).any():
         return False
-    if np.unique(flows.src).size != len(flows) or np.unique(flows.dst).size != len(flows):
+    if unique(flows.src).size != len(flows) or unique(flows.dst).size != len(flows):
         return False
     k = spec.k_leaf
     cross = (flows.src // k) != (flows.dst // k)
     code = (flows.src[cross] % k) * spec.leaves + flows.dst[cross] // k
-    return bool(np.unique(code).size == code.size)
+    return bool(unique(code).size == code.size)
 
 
 def _symmetric(rows: IntArray, cols: IntArray, vals: IntArray, n: int, sparse: bool):
@@ -262,7 +263,7 @@ def research_pairs(
         a, b = leaf[:-1].reshape(-1), leaf[1:].reshape(-1)
         cross = pod[:-1].reshape(-1) != pod[1:].reshape(-1)
         a, b = a[cross], b[cross]
-        code = np.unique(np.minimum(a, b) * n + np.maximum(a, b))
+        code = unique(np.minimum(a, b) * n + np.maximum(a, b))
         codes.append(code)
         vals.append(np.full(code.size, job.tp, np.int64))
         n_pp = code.size
@@ -270,7 +271,7 @@ def research_pairs(
         a, b = leaf.reshape(-1), np.roll(leaf, -1, axis=1).reshape(-1)
         cross = (pod != np.roll(pod, -1, axis=1)).reshape(-1)
         a, b = a[cross], b[cross]
-        code = np.unique(np.minimum(a, b) * n + np.maximum(a, b))
+        code = unique(np.minimum(a, b) * n + np.maximum(a, b))
         codes.append(code)
         vals.append(np.full(code.size, -(-job.tp // 2), np.int64))
     if not codes:

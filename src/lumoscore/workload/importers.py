@@ -34,6 +34,7 @@ import pandas as pd
 
 from lumoscore.errors import ConfigError
 from lumoscore.fileio import read_text
+from lumoscore.npsets import unique
 from lumoscore.workload.distributions import PAPER_SIZE_MIX, round_down_pow2
 from lumoscore.workload.errors import TraceFormatError
 from lumoscore.workload.presets import MODELS, draw_parallelism
@@ -503,7 +504,7 @@ def format_results_log(
     times = [np.asarray(a, dtype=np.float64) for a in (arrival_s, start_s, finish_s)]
     if any(t.shape != ids.shape for t in times) or ids.ndim != 1:
         raise ConfigError("results log: job_id, arrival_s, start_s, finish_s need equal length")
-    if np.unique(ids).size != ids.size:
+    if unique(ids).size != ids.size:
         raise ConfigError("results log: job ids must be unique")
     arrival, start, finish = times
     if np.any(~np.isfinite(arrival) | (arrival < 0)):
