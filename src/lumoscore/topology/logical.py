@@ -214,9 +214,9 @@ class LogicalTopology:
         --------
         >>> import numpy as np
         >>> from lumoscore.topology import ClusterSpec
+        >>> L = np.zeros((6, 6), np.int64)      # 3 pods of 2 leaves, a triangle of leaves
+        >>> L[[0, 2, 2, 4, 4, 0], [2, 0, 4, 2, 0, 4]] = 1
         >>> spec = ClusterSpec(pods=3, k_leaf=2, k_spine=2, tau=1, gpus_per_server=1)
-        >>> L = np.zeros((6, 6), np.int64)
-        >>> for x, y in [(0, 2), (2, 4), (0, 4)]: L[x, y] = L[y, x] = 1
         >>> t = greedy_spine_assignment(L, spec)
         >>> t.excess, t.max_contention, t.contention_free
         (2, 2, False)
