@@ -19,16 +19,10 @@
 4. updates the logical topology ``C`` and the per-spine split ``L_abh``: by default
    (``logical_mode="incremental"``) the running jobs keep their split and only ``L1`` is
    assigned, greedily, to the links they leave free, filling few OCS groups
-   (:func:`~lumoscore.topology.logical.extend_logical_topology`); when that adds contention
-   (requirements beyond a link's capacity: ``LogicalTopology.excess`` grows), or leaves
-   contention while a fresh design is contention-free by a theorem (no failed link; Theorem
-   4.1 for even ``tau``, Theorem 4.2 when every leaf needs at most ``K_leaf / 2`` links), or
-   with ``logical_mode="full"``, the whole ``L`` is split afresh
+   (:func:`~lumoscore.topology.logical.extend_logical_topology`); when that is not
+   contention-free, or with ``logical_mode="full"``, the whole ``L`` is split afresh
    (:func:`~lumoscore.topology.logical.design_logical_topology`: Heuristic-Decomposition for
-   ``tau = 2``, Theorem 4.1). A cluster whose topology already has contention (``tau = 1``
-   beyond Theorem 4.2, failed links) thus keeps its running jobs' split for an arrival that
-   finds free links, instead of a fresh design of everything that guarantees nothing better.
-   Skipped when ``L1`` is empty;
+   ``tau = 2``, Theorem 4.1). Skipped when ``L1`` is empty;
 5. with a wiring, reconfigures the OCS groups whose ``C_h`` changed through
    :func:`lumoscore.toe.configure` (minimal rewiring from ``state.circuits``), measures the
    rewired circuits and, with ``iota``, plans the staged reconfiguration
@@ -117,8 +111,7 @@ LOGICAL_MODES: tuple[str, ...] = ("incremental", "full")
 """``logical_mode`` values: ``incremental`` keeps the running jobs' split ``L_abh`` and adds
 (greedy) or removes only the event's demand, falling back to ``full`` (a fresh
 :func:`~lumoscore.topology.logical.design_logical_topology` of the whole ``L``) when the
-greedy addition adds contention, or leaves some while a fresh design is contention-free by
-Theorem 4.1 or 4.2; ``full`` always recomputes (the paper's procedure)."""
+greedy addition is not contention-free; ``full`` always recomputes (the paper's procedure)."""
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
@@ -692,23 +685,10 @@ def _incremental(
         return shrink_logical_topology(old, m, state.spec, keep=keep)  # type: ignore[arg-type]
     split = free_link_split(old, m, state.spec, capacity=cap)
     topo = apply_split(old, split, state.spec, capacity=cap, method="incremental")
-    if not topo.contention_free and (topo.excess > old.excess or _design_is_free(state, cap)):
+    if not topo.contention_free:
         return None
     state.job_split[job_id] = split
     return topo
-
-
-def _design_is_free(state: ClusterState, capacity: IntArray) -> bool:
-    """A fresh design of the whole ``L`` is contention-free by a theorem: no failed link and
-    every leaf's cross-pod links (row sums of ``L``) at most ``K_leaf`` for even ``tau``
-    (Theorem 4.1, Heuristic-Decomposition) or ``K_leaf / 2`` (Theorem 4.2, the greedy)."""
-    spec = state.spec
-    if not (capacity == spec.tau).all():
-        return False
-    rows = state.row_sums()
-    return bool(
-        (rows <= spec.k_leaf).all() if spec.tau % 2 == 0 else (2 * rows <= spec.k_leaf).all()
-    )
 
 
 def _overloaded(state: ClusterState, part: DemandPart, limit: int) -> IntArray:

@@ -203,28 +203,6 @@ class LogicalTopology:
             and (self.spine_row_sums() <= self.k_spine).all()
         )
 
-    @property
-    def excess(self) -> int:
-        """Requirements beyond the links that carry them: over every leaf-spine bundle (each
-        direction, beyond its working links, at least one) and every spine's OCS ports; 0
-        exactly when :attr:`contention_free`. Adding demand never lowers it, so a split that
-        leaves it unchanged put nothing on a link without a free place.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from lumoscore.topology import ClusterSpec
-        >>> L = np.zeros((6, 6), np.int64)      # 3 pods of 2 leaves, a triangle of leaves
-        >>> L[[0, 2, 2, 4, 4, 0], [2, 0, 4, 2, 0, 4]] = 1
-        >>> spec = ClusterSpec(pods=3, k_leaf=2, k_spine=2, tau=1, gpus_per_server=1)
-        >>> t = greedy_spine_assignment(L, spec)
-        >>> t.excess, t.max_contention, t.contention_free
-        (2, 2, False)
-        """
-        cap = np.maximum(self.capacity, 1)
-        over = np.maximum(self.leaf_up - cap, 0).sum() + np.maximum(self.leaf_down - cap, 0).sum()
-        return int(over + np.maximum(self.spine_row_sums() - self.k_spine, 0).sum())
-
     def split_of(self, a: Any, b: Any) -> IntArray:
         """``L_abh`` for leaf pairs ``(a[k], b[k])``: an ``(len(a), H)`` array (planned routing:
         a pair's traffic uses spine ``h`` for ``L_abh`` of its links).
