@@ -163,6 +163,9 @@ class Reconfiguration:
         ``(H, P, P)`` links asked of the ToE for ``C`` (a property): ``C`` itself, or ``C``
         scaled down to the spines' ports (before any backup links, ``scaled_links``, also a
         property; built when read). None without a wiring (``wired`` False).
+    scaled : ndarray, LinkEntries or None
+        The links asked when ``C`` was scaled down, as the array or its entries (what
+        ``scaled_links`` reads); None when ``C`` was asked as it is.
     changed_links : ndarray or None
         Flat keys into ``(H, P, P)`` (both directions) of the pod pairs whose number of
         circuits changed, when known (the patch, or no change); None when a solver rebuilt
