@@ -8,7 +8,8 @@ entries 0.66 ms against 0.04 ms; numpy/numpy#28374 and #31970 discuss the trade-
 :func:`unique` does the latter for integer and boolean arrays and returns exactly what
 ``np.unique`` returns (other dtypes go to ``np.unique``: NaNs compare unequal to
 themselves). :func:`union` merges two such sets (NumPy's stable sort merges two sorted runs
-in linear time).
+in linear time); :func:`lookup` reads the values of a sparse vector (ascending keys) at
+other keys.
 
 Examples
 --------
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["union", "unique"]
+__all__ = ["lookup", "union", "unique"]
 
 
 def _distinct(s: NDArray[Any]) -> NDArray[Any]:
@@ -48,6 +49,21 @@ def unique(a: Any) -> NDArray[Any]:
     if arr.dtype.kind not in "iub":
         return np.unique(arr)
     return _distinct(np.sort(arr, axis=None))
+
+
+def lookup(keys: NDArray[Any], vals: NDArray[Any], query: Any) -> NDArray[Any]:
+    """``vals`` at ``query`` for ascending distinct ``keys`` (0 where a query is not a key).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lookup(np.array([2, 5]), np.array([7, 9]), np.array([0, 5, 2])).tolist()
+    [0, 9, 7]
+    """
+    if not len(keys):
+        return np.zeros(np.shape(query), dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
+    return np.where(keys[at] == query, vals[at], 0)
 
 
 def union(a: NDArray[Any], b: NDArray[Any]) -> NDArray[Any]:

@@ -74,7 +74,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lumoscore.errors import ConfigError, InfeasibleError, PreconditionError
-from lumoscore.npsets import union
+from lumoscore.npsets import lookup, union
 from lumoscore.placement.demand import job_demand, share_paths
 from lumoscore.placement.policies import EP_SPLIT_TIER, PlacementPolicy, get_policy
 from lumoscore.placement.state import ClusterState, DemandPart, Placement, Refusal
@@ -594,13 +594,13 @@ def _pairs_to_change(
         support = None
         if state.toe_keys is not None:
             support = union(state.toe_keys, keys)
-            support = support[(prev.reshape(-1)[support] + _at(keys, delta, support)) != 0]
+            support = support[(prev.reshape(-1)[support] + lookup(keys, delta, support)) != 0]
         return prev, pairs_of_changes(keys, delta, P), (keys, delta), support
     if known and state.toe_keys is not None and not isinstance(demand, np.ndarray):
         assert prev is not None
         key, val = topo.pod_entries() if demand is None else (demand.key, demand.value)
         both = union(state.toe_keys, key)
-        delta = _at(key, val, both) - prev.reshape(-1)[both]
+        delta = lookup(key, val, both) - prev.reshape(-1)[both]
         moved = delta != 0
         keys, delta = both[moved], delta[moved]
         return prev, pairs_of_changes(keys, delta, P), (keys, delta), key
@@ -617,14 +617,6 @@ def _pairs_to_change(
     elif isinstance(demand, LinkEntries):
         support = demand.key
     return prev, changed_pairs(prev, new), None, support
-
-
-def _at(key: IntArray, value: IntArray, where: IntArray) -> IntArray:
-    """``value`` scattered from the ascending ``key`` onto the ascending ``where`` (a
-    superset of ``key``), zero elsewhere."""
-    out = np.zeros(where.size, np.int64)
-    out[np.searchsorted(where, key)] = value
-    return out
 
 
 def _fits(rows: IntArray, ports: Any) -> bool:

@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 from lumoscore.decompose import integer_decomposition, symmetric_decomposition_batch
 from lumoscore.decompose.symmetric import symmetric_pairs_batch
 from lumoscore.errors import ConfigError, InfeasibleError
+from lumoscore.npsets import lookup
 from lumoscore.toe.errors import CurrentConfigError, WiringMismatchError
 from lumoscore.toe.mdmcf import refine_pairs, split_entries
 from lumoscore.toe.model import (
@@ -235,21 +236,13 @@ def _forward_keys(model: PortModel, current: IntArray, groups: IntArray) -> IntA
     return key[fwd]
 
 
-def _lookup(keys: IntArray, vals: IntArray, query: IntArray) -> IntArray:
-    """``vals`` at ``query`` for sorted distinct ``keys`` (0 where a query is not a key)."""
-    if not len(keys):
-        return np.zeros(np.shape(query), dtype=np.int64)
-    at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
-    return np.where(keys[at] == query, vals[at], 0)
-
-
 def _rewiring(
     xk: IntArray, xv: IntArray, uk: IntArray, un: IntArray, H: int, span: int
 ) -> NDArray[np.float64]:
     """Rewiring ``sum |x - u|`` per group of counts ``x`` and ``u`` given as flat keys
     (``u``'s ascending) and values, ``span`` keys a group:
     ``sum x + sum u - 2 sum min(x, u)``, the minimum taken on the support of ``x``."""
-    same = np.minimum(xv, _lookup(uk, un, xk))
+    same = np.minimum(xv, lookup(uk, un, xk))
     return np.bincount(xk // span, weights=xv - 2 * same, minlength=H) + np.bincount(
         uk // span, weights=un, minlength=H
     )
@@ -300,7 +293,7 @@ def _mdmcf_sparse(
     ek, ea = _forward_entries(C, prefer)
     e_h, e_i, e_j = ek // PP, ek // P % P, ek % P
     n_ch = (model.chan_ocs[:, :, 0] >= 0).sum(axis=1)
-    e_u = _lookup(uk, un, ((e_h[:, None] * n_chan + np.arange(n_chan)) * P + e_i[:, None]) * P
+    e_u = lookup(uk, un, ((e_h[:, None] * n_chan + np.arange(n_chan)) * P + e_i[:, None]) * P
                   + e_j[:, None])  # fmt: skip
     x_h, x_c, x_i, x_j, x_v = split_entries(e_h, e_i, e_j, ea, e_u, model.cap, n_ch, split="halves")
     xk = ((x_h * n_chan + x_c) * P + x_i) * P + x_j
@@ -352,14 +345,14 @@ def _other_bipartitions(
         orders.append(np.broadcast_to(np.arange(n_chan), (H, n_chan)))
     if orders and (n_ch == n_chan).all() and ea.sum() <= SMALL_UNITS:
         # overlap[h, c] = sum_ij min(u[h, c, i, j], A[h, i, j])
-        both = np.minimum(un, _lookup(ek, ea, u_h * PP + u_ij))
+        both = np.minimum(un, lookup(ek, ea, u_h * PP + u_ij))
         per = u_h * n_chan + uk // PP % n_chan
         overlap = np.bincount(per, weights=both, minlength=H * n_chan).reshape(H, n_chan)
         orders.append(np.argsort(-overlap, axis=1, kind="stable"))
         rng = np.random.default_rng(0)
         orders += [np.argsort(rng.random((H, n_chan)), axis=1) for _ in range(2)]
     e_h, e_ij = ek // PP, ek % PP
-    e_u = _lookup(uk, un, (e_h[:, None] * n_chan + np.arange(n_chan)) * PP + e_ij[:, None])
+    e_u = lookup(uk, un, (e_h[:, None] * n_chan + np.arange(n_chan)) * PP + e_ij[:, None])
     for order in orders:
         # the channels in this order: the peel splits channel order[h, 0] off first
         eo = np.take_along_axis(e_u, order[e_h], axis=1)
