@@ -16,6 +16,7 @@ from lumoscore.placement import (
     Placement,
     PlacementError,
     get_policy,
+    podselect,
     select_pods_exact,
     select_pods_greedy,
 )
@@ -198,6 +199,35 @@ def test_exact_pod_selection_leaves_out_pods_without_room_and_chooses_the_same(
     need = data.draw(st.integers(1, int(cap.sum())))
     r = np.array([w for _, _, w in pods], np.int64) if data.draw(st.booleans()) else None
     assert select_pods_exact(cap, need, r).pods == _select_pods_exact_full(cap, need, r)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 6), min_size=1, max_size=9),
+    st.lists(st.integers(-3, 6), min_size=9, max_size=9),
+    st.data(),
+)
+def test_pod_selection_enumeration_is_cp_sats_choice(
+    cap_list: list[int], costs: list[int], data: st.DataObject
+) -> None:
+    """The enumeration answers only when one set is optimal, and then with CP-SAT's set (costs
+    of any sign: it minimises CP-SAT's objective term for term); ties go to CP-SAT."""
+    cap = np.array(cap_list, np.int64)
+    if cap.sum() < 1:
+        return
+    need = data.draw(st.integers(1, int(cap.sum())))
+    r = np.array(costs[: cap.size], np.int64) if data.draw(st.booleans()) else None
+    c, cost = podselect._inputs(cap, need, r)
+    live = np.flatnonzero(c > 0)
+    got = podselect._sole_optimum(c, cost, live, need)
+    if got is not None:
+        assert got.tolist() == podselect._cp_sat_pods(c, cost, live, need, 5.0).tolist()
+
+
+def test_pod_selection_enumeration_leaves_ties_to_cp_sat() -> None:
+    c, cost = podselect._inputs([2, 0, 2], 2, None)
+    assert podselect._sole_optimum(c, cost, np.array([0, 2]), 2) is None  # {0} or {2}
+    assert podselect._sole_optimum(c, cost, np.array([0, 2]), 4).tolist() == [0, 2]
 
 
 def _greedy_pods_reference(c: np.ndarray, cost: np.ndarray, need: int) -> np.ndarray:

@@ -9,8 +9,11 @@ objective:
     minimise  (#pods selected, sum_i r_i x_i)   lexicographically
     s.t.      sum_i y_i = need,  x_i <= y_i <= cap_i x_i,  x binary, y integer.
 
-* :func:`select_pods_exact` -- the model above with OR-Tools CP-SAT (one worker, fixed seed:
-  deterministic).
+* :func:`select_pods_exact` -- the model above, exactly: OR-Tools CP-SAT (one worker, fixed
+  seed: deterministic), or, with at most :data:`ENUMERATE_MAX_PODS` pods that have room, every
+  set of them when one set alone is optimal (CP-SAT can only find that one; when several tie it
+  decides, so the choice is always CP-SAT's). A nearly full cluster (the placement's case) has
+  a few such pods: about 20 us a selection instead of 1-2 ms.
 * :func:`select_pods_greedy` -- ``O(P log P)``. **Guarantee**: it uses the minimum number of
   pods ``k*`` (the ``k*`` largest capacities are the only test needed, so this part is exact),
   and when ``r = cap`` (the default objective) its cost is below ``OPT + max(cap)``, i.e. less
@@ -45,9 +48,19 @@ from ortools.sat.python import cp_model
 from lumoscore.errors import ConfigError, InfeasibleError, SolverError
 from lumoscore.placement.kernels import greedy_pods
 
-__all__ = ["PodSelection", "distribute_units", "select_pods_exact", "select_pods_greedy"]
+__all__ = [
+    "ENUMERATE_MAX_PODS",
+    "PodSelection",
+    "distribute_units",
+    "select_pods_exact",
+    "select_pods_greedy",
+]
 
 IntArray = NDArray[np.int64]
+
+#: :func:`select_pods_exact` enumerates the sets of at most this many pods with room (4,095
+#: sets) before it asks CP-SAT.
+ENUMERATE_MAX_PODS = 12
 
 
 @dataclass(frozen=True)
@@ -114,7 +127,9 @@ def select_pods_greedy(cap: ArrayLike, need: int, r: ArrayLike | None = None) ->
 def select_pods_exact(
     cap: ArrayLike, need: int, r: ArrayLike | None = None, *, time_limit_s: float = 5.0
 ) -> PodSelection:
-    """Model (37)-(41) with pod count first, solved exactly by CP-SAT.
+    """Model (37)-(41) with pod count first, solved exactly: by enumeration when the optimum
+    is one set of at most :data:`ENUMERATE_MAX_PODS` pods with room, else by CP-SAT (see the
+    module; the result is CP-SAT's either way).
 
     Raises :class:`~lumoscore.errors.SolverError` when CP-SAT proves nothing in the time limit.
 
@@ -127,6 +142,36 @@ def select_pods_exact(
     # a pod without capacity cannot be chosen (y >= x, y <= 0): it is left out of the model
     # (CP-SAT's presolve would remove it; a full cluster has few pods with room)
     live = np.flatnonzero(c > 0)
+    pods = _sole_optimum(c, cost, live, need) if live.size <= ENUMERATE_MAX_PODS else None
+    if pods is None:
+        pods = _cp_sat_pods(c, cost, live, need, time_limit_s)
+    return PodSelection(
+        pods=tuple(int(p) for p in pods),
+        units=distribute_units(c, pods, need),
+        cost=int(cost[pods].sum()),
+        method="exact",
+    )
+
+
+def _sole_optimum(c: IntArray, cost: IntArray, live: IntArray, need: int) -> IntArray | None:
+    """The optimal set of the pods ``live`` (ascending) by enumerating every set of them;
+    None when several sets tie (or none is feasible)."""
+    k = live.size
+    member = (np.arange(1, 1 << k)[:, None] >> np.arange(k)) & 1  # one row per set
+    size = member.sum(axis=1)
+    feasible = np.flatnonzero((size <= need) & (member @ c[live] >= need))  # 1 <= y_i <= cap_i
+    if feasible.size == 0:
+        return None
+    # CP-SAT's objective, term for term: sum over the set of (big + cost_i)
+    objective = size[feasible] * (int(cost.sum()) + 1) + member[feasible] @ cost[live]
+    best = feasible[objective == objective.min()]
+    return live[member[best[0]] == 1] if best.size == 1 else None
+
+
+def _cp_sat_pods(
+    c: IntArray, cost: IntArray, live: IntArray, need: int, time_limit_s: float
+) -> IntArray:
+    """Model (37)-(41) over the pods ``live`` by CP-SAT; the selected pods, ascending."""
     m = cp_model.CpModel()
     x = [m.new_bool_var(f"x{i}") for i in live]
     y = [m.new_int_var(0, int(c[i]), f"y{i}") for i in live]
@@ -143,10 +188,4 @@ def select_pods_exact(
     status = solver.solve(m)
     if status != cp_model.OPTIMAL:
         raise SolverError(f"pod selection: CP-SAT status {solver.status_name(status)}")
-    pods = np.array([i for j, i in enumerate(live) if solver.value(x[j])], np.int64)
-    return PodSelection(
-        pods=tuple(int(p) for p in pods),
-        units=distribute_units(c, pods, need),
-        cost=int(cost[pods].sum()),
-        method="exact",
-    )
+    return np.array([i for j, i in enumerate(live) if solver.value(x[j])], np.int64)
