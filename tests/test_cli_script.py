@@ -10,18 +10,15 @@ import sys
 ENV = {k: v for k, v in os.environ.items() if k != "LUMOS_DEBUG"}
 
 
-def _run(prelude: str, *args: str) -> subprocess.CompletedProcess[str]:
-    code = f"{prelude}\nfrom lumoscore.cli import script\nscript()"
+def _run(prelude: str, *args: str, entry: str = "script") -> subprocess.CompletedProcess[str]:
+    code = f"{prelude}\nfrom lumoscore.cli import {entry}\n{entry}()"
     return subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, env=ENV, check=False
     )
 
 
 def _main(*args: str) -> subprocess.CompletedProcess[str]:
-    code = "from lumoscore.cli import main\nmain()"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=ENV, check=False
-    )
+    return _run("", *args, entry="main")
 
 
 def test_script_prints_and_exits_as_main() -> None:

@@ -193,7 +193,7 @@ class Reconfiguration:
     def scaled_links(self) -> IntArray | None:
         """``(H, P, P)`` links asked of the ToE when ``C`` had to be scaled down to the spines'
         ports (before any backup links), else None."""
-        return self.scaled.dense() if isinstance(self.scaled, LinkEntries) else self.scaled
+        return None if self.scaled is None else _dense(self.scaled)
 
     @property
     def ocs_links(self) -> IntArray | None:

@@ -153,6 +153,12 @@ def select_pods_exact(
     )
 
 
+def _pod_weights(cost: IntArray) -> IntArray:
+    """Each pod's term in the objective, ``big + cost_i`` with ``big`` above every set's
+    total cost: fewer pods first, then the cheaper set."""
+    return int(cost.sum()) + 1 + cost
+
+
 def _sole_optimum(c: IntArray, cost: IntArray, live: IntArray, need: int) -> IntArray | None:
     """The optimal set of the pods ``live`` (ascending) by enumerating every set of them;
     None when several sets tie (or none is feasible)."""
@@ -162,8 +168,7 @@ def _sole_optimum(c: IntArray, cost: IntArray, live: IntArray, need: int) -> Int
     feasible = np.flatnonzero((size <= need) & (member @ c[live] >= need))  # 1 <= y_i <= cap_i
     if feasible.size == 0:
         return None
-    # CP-SAT's objective, term for term: sum over the set of (big + cost_i)
-    objective = size[feasible] * (int(cost.sum()) + 1) + member[feasible] @ cost[live]
+    objective = member[feasible] @ _pod_weights(cost)[live]  # CP-SAT's, term for term
     best = feasible[objective == objective.min()]
     return live[member[best[0]] == 1] if best.size == 1 else None
 
@@ -179,8 +184,8 @@ def _cp_sat_pods(
         m.add(y[j] <= int(c[i]) * x[j])
         m.add(y[j] >= x[j])
     m.add(sum(y) == need)
-    big = int(cost.sum()) + 1
-    m.minimize(sum((big + int(cost[i])) * x[j] for j, i in enumerate(live)))
+    w = _pod_weights(cost)
+    m.minimize(sum(int(w[i]) * x[j] for j, i in enumerate(live)))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
