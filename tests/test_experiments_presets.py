@@ -22,6 +22,7 @@ from lumoscore.experiments.presets import (
     run_table6,
     run_table6_synthetic,
     run_task,
+    takes_sizes,
 )
 from lumoscore.experiments.store import run_key
 from lumoscore.fabric.presets import PRESETS
@@ -307,3 +308,22 @@ def test_simulation_preset_end_to_end(tmp_path: Path) -> None:
     assert res.exit_code == 0
     assert all(r["stored"] for r in json.loads(res.output)["runs"])
     assert len(expand(preset_experiments(get_preset("fig24"), jobs=3, gpus=[512])[0])) == 12
+
+
+@pytest.mark.parametrize(
+    "name", [n for n, p in PAPER_PRESETS.items() if p.kind == "task" and not takes_sizes(p)]
+)
+def test_a_task_preset_without_cluster_sizes_refuses_gpus(name: str, tmp_path) -> None:
+    """``--gpus`` replaces a task's cluster sizes; a task that has none says so (and which
+    presets take it) instead of failing inside the task."""
+    with pytest.raises(ConfigError, match=r"--gpus: task preset .* has no cluster sizes.*table6"):
+        run_task(get_preset(name), tmp_path, gpus=[512])
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_cli_lists_gpus_only_for_task_presets_with_sizes(capsys) -> None:
+    for name, allowed in (("fig10", "--out, --quick"), ("sec6.6", "--out, --gpus, --quick")):
+        with pytest.raises(SystemExit) as info:
+            main(["run", "--preset", name, "--jobs", "5"])
+        assert info.value.code == 2
+        assert f"allowed: {allowed}, --json" in capsys.readouterr().err

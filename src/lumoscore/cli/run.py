@@ -461,13 +461,14 @@ def _run_task_preset(
     ignored: dict[str, Any],
 ) -> None:
     """Run a task preset (``lumos run --preset fig7|table6|sec6.6``) and list its files."""
-    from lumoscore.experiments.presets import run_task
+    from lumoscore.experiments.presets import run_task, takes_sizes
 
     given = [flag for flag, value in ignored.items() if value is not None]
     if given:
+        sizes = "--gpus, " if takes_sizes(paper) else ""
         raise ConfigError(
             f"{', '.join(given)}: not used by task preset {paper.name!r}; "
-            "allowed: --out, --gpus, --quick, --json"
+            f"allowed: --out, {sizes}--quick, --json"
         )
     out_dir = out if out is not None else Path("results") / paper.name
     result = run_task(paper, out_dir, gpus=gpus or None, quick=quick)

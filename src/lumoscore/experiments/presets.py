@@ -30,6 +30,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 import json
 import time
@@ -87,6 +88,7 @@ __all__ = [
     "run_table6_simulation",
     "run_table6_synthetic",
     "run_task",
+    "takes_sizes",
 ]
 
 PresetKind = Literal["simulation", "task"]
@@ -1346,6 +1348,21 @@ def get_preset(name: str) -> PaperPreset:
     return PAPER_PRESETS[key]
 
 
+def takes_sizes(preset: PaperPreset) -> bool:
+    """Whether a task preset runs at cluster sizes that ``--gpus`` replaces (its task takes
+    ``scales_gpus``).
+
+    Examples
+    --------
+    >>> takes_sizes(get_preset("table6")), takes_sizes(get_preset("fig7"))
+    (True, False)
+    """
+    if preset.kind != "task" or preset.task is None:
+        return False
+    params = inspect.signature(preset.task).parameters.values()
+    return any(p.name == "scales_gpus" or p.kind is p.VAR_KEYWORD for p in params)
+
+
 def run_task(
     preset: PaperPreset,
     out_dir: str | Path,
@@ -1367,8 +1384,12 @@ def run_task(
         raise ConfigError(f"preset {preset.name!r} is a simulation preset, not a task")
     options: dict[str, Any] = dict(preset.tiny) if quick else {}
     if gpus is not None:
-        if preset.name == "fig7":
-            raise ConfigError("--gpus: preset 'fig7' has no cluster sizes (closed forms)")
+        if not takes_sizes(preset):
+            sized = ", ".join(p.name for p in PAPER_PRESETS.values() if takes_sizes(p))
+            raise ConfigError(
+                f"--gpus: task preset {preset.name!r} has no cluster sizes to replace; "
+                f"task presets that take --gpus: {sized}"
+            )
         if not gpus or any(g < 8 for g in gpus):
             raise ConfigError(f"--gpus: cluster sizes >= 8, got {list(gpus)}")
         options["scales_gpus"] = list(gpus)
