@@ -73,3 +73,33 @@ def test_errors_name_the_preset_and_list_known_names() -> None:
         make_fabric("best", 4096, routing="ecmp")
     with pytest.raises(ConfigError, match=re.escape("clos-25.6T-3tier-15:1")):
         make_fabric("clos-25.6T-3tier-15:1", 4096)  # 30-port leaves hold 24 GPUs
+
+
+@pytest.mark.parametrize(
+    ("arch", "option", "message"),
+    [
+        ("best", {"gpus_per_server": 0}, "gpus_per_server=0: must be >= 1"),
+        ("clos-51.2T-3tier", {"gpus_per_server": 1.5}, "gpus_per_server=1.5: expected int"),
+        ("clos-51.2T-3tier", {"gpus_per_server": "abc"}, "expected int"),
+        ("lumoscore-51.2T-tau2", {"backup": "maybe"}, "backup='maybe': expected bool"),
+        ("lumoscore-51.2T-tau2", {"reconfig_delay_s": "abc"}, "expected float"),
+        ("lumoscore-51.2T-tau2", {"reconfig_delay_s": -1.0}, "seconds, >= 0"),
+        ("lumoscore-51.2T-tau2", {"switch_s": float("nan")}, "must be finite"),
+        ("vclos", {"spines": "abc"}, "spines='abc': expected int"),
+        ("vclos", {"spines": 0}, "spines=0: must be >= 1"),
+        ("vclos", {"port_gbps": 0}, "port_gbps=0: must be > 0"),
+        ("vclos-leaf-spine", {"gpus_per_leaf": 0}, "gpus_per_leaf=0: must be >= 1"),
+    ],
+)
+def test_option_values_of_the_wrong_type_or_range_are_refused(arch, option, message) -> None:
+    """A fabric option is checked against its declared type (strictly: 1.5 is no count, a
+    string no flag; an integer is a float) and its range before any fabric is built."""
+    with pytest.raises(ConfigError, match=re.escape(message)) as info:
+        make_fabric(arch, 512, **option)
+    assert f"fabric {arch!r}" in str(info.value)
+
+
+def test_option_values_of_the_declared_types_are_taken() -> None:
+    fab = make_fabric("lumoscore-51.2T-tau2", 512, reconfig_delay_s=0, backup=True)
+    assert fab.reconfig_delay_s == 0.0
+    assert make_fabric("vclos", 512, spines=8, port_gbps=100).gpus == 512

@@ -53,6 +53,7 @@ A new architecture is one entry (here in a registry of its own, to leave the rea
 from __future__ import annotations
 
 import inspect
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+import pydantic
 
 from lumoscore.errors import ConfigError
 from lumoscore.fabric.base import Fabric
@@ -461,6 +463,11 @@ def make_fabric(
     if isinstance(gpus, int | np.integer) and not isinstance(gpus, bool):
         check_gpus(int(gpus))  # before any fabric allocates per-GPU arrays
     _check_options(canonical, arch, options)
+    _check_values(
+        canonical,
+        arch,
+        {"gpus_per_server": gpus_per_server, "rail_optimized": rail_optimized, **options},
+    )
     try:
         return arch.build(
             gpus,
@@ -479,6 +486,51 @@ _SET_BY_MAKE = frozenset(
     ("self", "gpus", "spec", "port_gbps", "radix", "tiers", "routing", "seed", "name",
      "gpus_per_server", "rail_optimized", "chip_tbps", "oversubscription", "allocator")
 )  # fmt: skip
+
+
+#: Fabric options that count something (at least 1) and those that must be positive; options
+#: in seconds (``*_s``) must be >= 0.
+_COUNTS = frozenset(("gpus_per_server", "spines", "gpus_per_leaf"))
+_POSITIVE = frozenset(("port_gbps",))
+
+
+def _option_types(arch: Architecture) -> dict[str, Any]:
+    """The declared type of every parameter of the architecture's build and fabric class."""
+    found: dict[str, Any] = {}
+    for fn in (arch.build, arch.fabric_class.__init__):
+        for n, p in inspect.signature(fn, eval_str=True).parameters.items():
+            if p.annotation is not p.empty:
+                found.setdefault(n, p.annotation)
+    return found
+
+
+def _check_values(name: str, arch: Architecture, options: dict[str, Any]) -> None:
+    """Option values of the wrong type (``gpus_per_server=1.5``, ``backup="maybe"``; an
+    integer is a float too) or out of range (a count below 1, a port speed <= 0, a time
+    below 0, a number not finite) raise a ConfigError naming the option."""
+    declared = _option_types(arch)
+    for key, given in options.items():
+        value = given
+        if key in declared:
+            try:
+                value = pydantic.TypeAdapter(declared[key]).validate_python(given, strict=True)
+            except pydantic.ValidationError as exc:
+                kind = getattr(declared[key], "__name__", str(declared[key]))
+                raise ConfigError(
+                    f"fabric {name!r}: option {key}={given!r}: expected {kind} "
+                    f"({exc.errors()[0]['msg']})"
+                ) from None
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        bad = f"fabric {name!r}: option {key}={given!r}: "
+        if not math.isfinite(value):
+            raise ConfigError(bad + "must be finite")
+        if key in _COUNTS and value < 1:
+            raise ConfigError(bad + "must be >= 1")
+        if key in _POSITIVE and value <= 0:
+            raise ConfigError(bad + "must be > 0")
+        if key.endswith("_s") and value < 0:
+            raise ConfigError(bad + "seconds, >= 0")
 
 
 def _check_options(name: str, arch: Architecture, options: dict[str, Any]) -> None:
