@@ -216,3 +216,20 @@ def test_console_script_debug(tmp_path: Path) -> None:
     assert "Traceback (most recent call last)" in debug.stderr
     assert "lumoscore.errors.ConfigError" in debug.stderr
     assert debug.stderr.splitlines()[-1] == plain.stderr.rstrip("\n")
+
+
+def test_ctrl_c_before_the_command_runs_is_one_line_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C while the command modules load (before any command handles it) ends with one
+    line and the shell's code for SIGINT, not a traceback."""
+    import lumoscore.cli as cli
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_app", interrupted)
+    with pytest.raises(SystemExit) as info:
+        cli.main(["run"])
+    assert info.value.code == 130
+    assert capsys.readouterr().err == "lumos: interrupted\n"

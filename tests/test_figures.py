@@ -215,3 +215,30 @@ def test_report_figures_render_alike_on_two_processes_and_one(monkeypatch) -> No
 
     monkeypatch.setattr(cf, "ProcessPoolExecutor", no_pool)
     assert writer.render_figures(_report_figures()) == alone
+
+
+def test_ctrl_c_while_the_report_draws_stops_the_second_process(monkeypatch) -> None:
+    """Ctrl-C reaching the drawing parent leaves no drawing process behind and no wait on
+    it (the second process ignores SIGINT and is stopped)."""
+    import multiprocessing
+    import os
+    import time
+
+    from lumoscore.report import writer
+
+    parent = os.getpid()
+    draw = writer._png_svg
+
+    def interrupted_here(fig):
+        if os.getpid() == parent:
+            raise KeyboardInterrupt
+        return draw(fig)
+
+    monkeypatch.setattr(writer, "_png_svg", interrupted_here)
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        writer.render_figures(_report_figures())
+    for proc in multiprocessing.active_children():
+        proc.join(timeout=10)
+    assert not multiprocessing.active_children()
+    assert time.perf_counter() - t0 < 30

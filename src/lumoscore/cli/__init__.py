@@ -7,7 +7,8 @@ command never touches this file.
 
 Errors a user can fix print one line (``lumos: error: ...``) and exit with code 2. The global
 option ``lumos --debug COMMAND ...`` (or the environment variable ``LUMOS_DEBUG=1``) prints the
-full traceback, with the chain of causes, before that line.
+full traceback, with the chain of causes, before that line. Ctrl-C ends any command with
+``lumos: interrupted`` (or its own line, e.g. how to resume a sweep) and exit code 130.
 """
 
 from __future__ import annotations
@@ -98,10 +99,16 @@ def main(argv: list[str] | None = None) -> None:
         The arguments (default: ``sys.argv[1:]``).
     """
     state = CliState(debug=debug_from_env())
-    app = build_app()
-    code = run_guarded(
-        lambda: app(args=argv, standalone_mode=False, prog_name="lumos", obj=state), state
-    )
+    try:
+        app = build_app()
+        code = run_guarded(
+            lambda: app(args=argv, standalone_mode=False, prog_name="lumos", obj=state), state
+        )
+    except KeyboardInterrupt:  # (Ctrl-C before a command's own handling, e.g. at import)
+        if state.debug:
+            raise
+        sys.stderr.write("lumos: interrupted\n")
+        code = 130
     sys.exit(code)
 
 

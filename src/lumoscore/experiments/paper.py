@@ -55,10 +55,11 @@ from lumoscore.experiments.presets import (
     preset_runs,
     run_task,
 )
-from lumoscore.experiments.runner import run_sweep, worker_pool
+from lumoscore.experiments.runner import run_sweep
 from lumoscore.experiments.store import ResultStore, run_key
 from lumoscore.experiments.summary import write_summary
 from lumoscore.fileio import atomic_write_text
+from lumoscore.pools import worker_pool
 
 __all__ = [
     "ALL_PRESET",

@@ -24,13 +24,10 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import ctypes
 import functools
 import inspect
 import logging
 import os
-import signal
-import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.managers import SyncManager
 from queue import Empty
@@ -49,6 +46,7 @@ from rich.progress import (
 from lumoscore.errors import ConfigError, LumosError
 from lumoscore.experiments.config import RunConfig
 from lumoscore.experiments.store import ResultStore
+from lumoscore.pools import worker_init, worker_pool
 from lumoscore.sim.kernels import solo_run_cached
 from lumoscore.sim.results import SimResult
 from lumoscore.warmup import compile_kernels, needed_kernels
@@ -67,8 +65,6 @@ __all__ = [
 COMPILE_PROCESSES = 2
 
 RunFn = Callable[[RunConfig], SimResult]
-#: ``prctl`` option: the signal a process gets when its parent dies (Linux).
-_PR_SET_PDEATHSIG = 1
 #: ``on_progress(key, finished_jobs, total_jobs)`` of a run in flight.
 JobProgress = Callable[[str, int, int], None]
 
@@ -181,19 +177,6 @@ def _cost_estimate(run_config: RunConfig) -> float:
     return run_config.trace.jobs * run_config.gpus * weight
 
 
-def _worker_init(parent_pid: int) -> None:
-    """Set up a pool worker: Ctrl-C is left to the parent (which stops the workers), and on
-    Linux the worker is terminated when the parent dies (``PR_SET_PDEATHSIG``), so a killed
-    ``lumos run`` leaves no orphan simulations behind."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(Exception):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os._exit(1)
-
-
 def _accepts_progress(run_fn: RunFn) -> bool:
     try:
         return "progress" in inspect.signature(run_fn).parameters
@@ -254,7 +237,7 @@ def _local_results(
         queue: Any = None
         if report:
             manager = SyncManager()
-            manager.start(_worker_init, (os.getpid(),))
+            manager.start(worker_init, (os.getpid(),))
             stack.callback(manager.shutdown)
             queue = manager.Queue()
         pool = stack.enter_context(worker_pool(workers))
@@ -312,25 +295,6 @@ def compile_ahead(archs: Iterable[str]) -> int:
     with worker_pool(workers) as pool:  # (a task that fails leaves its kernels to the run)
         cf.wait([pool.submit(compile_kernels, group) for group in groups])
     return len(groups)
-
-
-@contextlib.contextmanager
-def worker_pool(workers: int) -> Iterator[cf.ProcessPoolExecutor]:
-    """A process pool of ``workers`` sweep workers (:func:`_worker_init`), shut down on
-    leaving; when the block is left by an exception (Ctrl-C included) its worker processes,
-    which ignore SIGINT, are stopped and the work not started is dropped."""
-    pool = cf.ProcessPoolExecutor(
-        max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),)
-    )
-    try:
-        yield pool
-    except BaseException:
-        for proc in list(getattr(pool, "_processes", {}).values()):
-            with contextlib.suppress(Exception):
-                proc.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
 
 
 #: Address schemes a Dask scheduler listens on.

@@ -23,6 +23,7 @@ import pandas as pd
 
 from lumoscore.errors import ConfigError
 from lumoscore.fileio import atomic_write_text
+from lumoscore.pools import worker_pool
 from lumoscore.report.data import RunSet, load_runs
 from lumoscore.report.html import HtmlFigure, render_html
 from lumoscore.report.metrics import (
@@ -230,7 +231,7 @@ def render_figures(figs: Sequence[ReportFigure]) -> list[tuple[bytes, bytes]]:
     # (pickled before any is drawn here; one that does not pickle is drawn here too)
     sent = {i: _pickled(f.figure) for i, f in enumerate(figs) if i % 2}
     try:
-        with cf.ProcessPoolExecutor(max_workers=1) as pool:
+        with worker_pool(1) as pool:  # (Ctrl-C: the drawing process is stopped)
             away = {i: pool.submit(_png_svg_of, b) for i, b in sent.items() if b is not None}
             here = {i: _png_svg(f.figure) for i, f in enumerate(figs) if i not in away}
             return [here[i] if i in here else away[i].result() for i in range(len(figs))]
