@@ -162,6 +162,39 @@ def test_mutated_valid_files_get_one_line_or_a_result(
         (["simulate", "--preset", "vclos-testbed", "--placer", "nope"], "allowed: server"),
         (["te", str(EXAMPLES / "cluster.toml"), "missing.npy"], "missing.npy: no such traffic"),
         (["te", "nope.toml", "t.npy"], "nope.toml"),
+        (["tdm", str(EXAMPLES / "tdm-small.toml"), "--seed", "-1"], "--seed"),
+        (["trace", "import", str(CLUSTER), "--format", "helios", "--seed", "-1"], "--seed"),
+        (["run", "--preset", "testbed-static", "--gpus", "512"], "no cluster sizes"),
+        (
+            [
+                "simulate",
+                "--gpus",
+                "512",
+                "--preset",
+                "lumoscore-paper",
+                "--jobs",
+                "5",
+                "--option",
+                "gpus_per_server=0",
+            ],
+            "gpus_per_server=0: must be >= 1",
+        ),
+        (
+            [
+                "simulate",
+                "--arch",
+                "lumoscore-51.2T-tau2",
+                "--gpus",
+                "512",
+                "--preset",
+                "lumoscore-paper",
+                "--jobs",
+                "5",
+                "--option",
+                "backup=maybe",
+            ],
+            "expected bool",
+        ),
     ],
 )
 def test_listed_cases_get_one_line(
@@ -224,3 +257,11 @@ def test_jobs_left_waiting_when_the_run_ends_are_reported(
     assert code == 0 and err.startswith("lumos: warning: ") and "never finished" in err
     summary = json.loads(out)
     assert summary["unfinished"] > 0 and summary["jobs"] + summary["unfinished"] == 40
+
+
+def test_a_negative_seed_in_a_tdm_file_is_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "neg.toml"
+    f.write_text("seed = -1\n" + (EXAMPLES / "tdm-small.toml").read_text().replace("seed =", "# "))
+    code, _, err = invoke(["tdm", str(f)])
+    assert_one_line_error(code, err)
+    assert "seed" in err

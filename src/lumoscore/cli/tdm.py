@@ -23,7 +23,7 @@ def tdm(
         str | None,
         typer.Option("--preset", help="Built-in configuration: paper (§IV) or small."),
     ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Override the seed.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", min=0, help="Override the seed.")] = None,
     jobs: Annotated[
         int | None, typer.Option("--jobs", min=0, help="Override workload.n_jobs.")
     ] = None,

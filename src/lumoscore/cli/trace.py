@@ -160,7 +160,7 @@ def import_(
     ] = "pow2",
     max_gpus: Annotated[int, typer.Option("--max-gpus", help="Cluster logs: size cap.")] = 2048,
     seed: Annotated[
-        int, typer.Option("--seed", help="Cluster logs: seed of model/PP/EP draws.")
+        int, typer.Option("--seed", min=0, help="Cluster logs: seed of model/PP/EP draws.")
     ] = 0,
     gpus: Annotated[
         int | None, typer.Option("--gpus", help="Cluster GPUs recorded in the trace.")

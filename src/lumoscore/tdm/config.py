@@ -159,7 +159,7 @@ class SolverConfig(_Strict):
 class TdmConfig(_Strict):
     """A whole ``lumos tdm`` file."""
 
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     compute: ComputeConfig = Field(default_factory=ComputeConfig)
     models: list[ModelConfig] = Field(default_factory=list)
