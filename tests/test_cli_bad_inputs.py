@@ -265,3 +265,18 @@ def test_a_negative_seed_in_a_tdm_file_is_one_line(tmp_path: Path) -> None:
     code, _, err = invoke(["tdm", str(f)])
     assert_one_line_error(code, err)
     assert "seed" in err
+
+
+def test_an_output_path_that_is_a_folder_or_under_a_file_is_named(tmp_path: Path) -> None:
+    """A writer's target that is a folder (or whose folder is a file) is reported by the
+    path given, not by the temporary file next to it."""
+    (tmp_path / "d.json").mkdir()
+    (tmp_path / "afile").write_text("x")
+    for out, needle in (
+        (tmp_path / "d.json", "d.json: is a directory"),
+        (tmp_path / "afile" / "x.json", "afile is a file, not a directory"),
+    ):
+        code, _, err = invoke(["wire", str(CLUSTER), "--out", str(out)])
+        assert_one_line_error(code, err)
+        assert needle in err and ".tmp" not in err
+    assert {p.name for p in (tmp_path / "d.json").iterdir()} == set()

@@ -62,7 +62,8 @@ def atomic_write(
     """Call ``write(tmp)`` on a temporary path next to ``path`` and move it into place.
 
     If ``write`` raises, the temporary file is removed and ``path`` is left as it was. A
-    missing folder raises ``error`` (a :class:`~lumoscore.errors.ConfigError` by default).
+    missing folder, or a folder at ``path``, raises ``error`` (a
+    :class:`~lumoscore.errors.ConfigError` by default) naming ``path``.
 
     Examples
     --------
@@ -75,7 +76,10 @@ def atomic_write(
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
-        raise error(f"{target}: directory {directory} does not exist")
+        what = "is a file, not a directory" if directory.exists() else "does not exist"
+        raise error(f"{target}: directory {directory} {what}")
+    if target.is_dir():
+        raise error(f"{target}: is a directory; give a file name")
     tmp = _create_temp(directory, target.name)
     with contextlib.suppress(OSError):
         # Keep the mode of a file being replaced; new files get 0o666 minus the umask.
