@@ -280,3 +280,14 @@ def test_an_output_path_that_is_a_folder_or_under_a_file_is_named(tmp_path: Path
         assert_one_line_error(code, err)
         assert needle in err and ".tmp" not in err
     assert {p.name for p in (tmp_path / "d.json").iterdir()} == set()
+
+
+def test_empty_traffic_files_are_one_line(tmp_path: Path) -> None:
+    import numpy as np
+
+    np.save(tmp_path / "none.npy", np.zeros((0, 4, 4)))
+    (tmp_path / "empty.csv").write_text("")
+    for name, needle in (("none.npy", "no matrix"), ("empty.csv", "shape must be")):
+        code, _, err = invoke(["te", str(EXAMPLES / "cluster.toml"), str(tmp_path / name)])
+        assert_one_line_error(code, err)
+        assert needle in err

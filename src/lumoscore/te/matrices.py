@@ -16,6 +16,7 @@ lumoscore.errors.ConfigError: traffic matrix: diagonal must be 0 (traffic inside
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,8 @@ def check_traffic(
         raise ConfigError(f"{name}: not numeric ({exc})") from None
     if a.ndim not in (2, 3) or a.shape[-1] != a.shape[-2] or a.shape[-1] < 2:
         raise ConfigError(f"{name}: shape must be (P, P) or (T, P, P) with P >= 2, got {a.shape}")
+    if a.ndim == 3 and a.shape[0] == 0:
+        raise ConfigError(f"{name}: no matrix (shape {a.shape}); give at least one")
     if pods is not None and a.shape[-1] != pods:
         raise ConfigError(f"{name}: {a.shape[-1]} pods, the topology has {pods}")
     if not np.isfinite(a).all():
@@ -90,7 +93,9 @@ def read_traffic(path: str | Path) -> FloatArray:
         if suffix == ".npy":
             data = np.load(p, allow_pickle=False)
         else:
-            data = np.loadtxt(p, delimiter=",", ndmin=2)
+            with warnings.catch_warnings():  # (an empty file: the shape check says so)
+                warnings.simplefilter("ignore", UserWarning)
+                data = np.loadtxt(p, delimiter=",", ndmin=2)
     except FileNotFoundError:
         raise ConfigError(f"{p}: no such traffic file") from None
     except (OSError, ValueError) as exc:
