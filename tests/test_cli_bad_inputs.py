@@ -139,6 +139,8 @@ def test_mutated_valid_files_get_one_line_or_a_result(
         (["trace", "export", "nope.csv", "--out", "x.txt"], "no such trace file"),
         (["trace", "generate", "--preset", "nope", "--jobs", "3", "--out", "t.csv"], "allowed"),
         (["scale", "--gpus", "0"], "--gpus"),
+        (["scale", "--chip", "1e308"], "at most 65536"),
+        (["scale", "--port", "1e-300"], "at most 65536"),
         (["presets", "--nope"], "No such option"),
         (["simulate", "--arch", "torus", "--preset", "lumoscore-paper"], "unknown fabric"),
         (["simulate", "--preset", "lumoscore-paper", "--routing", "teleport"], "routing"),

@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_CHIPS_TBPS",
     "DEFAULT_OCS_PORTS",
     "DEFAULT_PORT_SPEEDS_GBPS",
+    "MAX_RADIX",
     "STANDARD_PORT_SPEEDS_GBPS",
     "Reach",
     "SizingRow",
@@ -56,6 +57,8 @@ DEFAULT_PORT_SPEEDS_GBPS: tuple[int, ...] = (200, 400, 800, 1600)
 STANDARD_PORT_SPEEDS_GBPS: tuple[int, ...] = (100, 200, 400, 800, 1600)
 #: OCS port count assumed by the paper's Table 1.
 DEFAULT_OCS_PORTS = 512
+#: Most ports a switch chip may have (far beyond any chip; a bound on absurd inputs).
+MAX_RADIX = 1 << 16
 
 #: Architecture names of Table 1, in the paper's row order.
 ARCHITECTURES: tuple[str, ...] = (
@@ -83,6 +86,11 @@ def radix(chip_tbps: float, port_gbps: float) -> int:
     if not (port_gbps > 0 and math.isfinite(port_gbps)):
         raise ConfigError(f"port_gbps must be a positive number, got {port_gbps!r}")
     ports = chip_tbps * 1000.0 / port_gbps
+    if not ports <= MAX_RADIX:  # (inf too)
+        raise ConfigError(
+            f"a {chip_tbps:g} Tb/s chip at port_gbps={port_gbps:g} has {ports:g} ports; at "
+            f"most {MAX_RADIX} (chip capacity or port speed out of range)"
+        )
     r = round(ports)
     if abs(ports - r) > 1e-6 or r < 2:
         raise ConfigError(
