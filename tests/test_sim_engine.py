@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 
 import numpy as np
 import pytest
@@ -181,8 +182,12 @@ def test_results_are_deterministic_and_complete(tmp_path) -> None:
     assert (j["jwt_s"] >= 0).all() and (j["jrt_s"] >= j["ideal_jrt_s"] * (1 - 1e-9)).all()
     assert np.allclose(j["jct_s"], j["jwt_s"] + j["jrt_s"])
     out = a.write(tmp_path / "run")
+    again = b.write(tmp_path / "again")
     for name in ("jobs.parquet", "jobs.csv", "queue.csv", "summary.json"):
-        assert (out / name).exists()
+        # the same bytes for the same input: the wall-clock times go to timings.json
+        assert (out / name).read_bytes() == (again / name).read_bytes(), name
+    assert set(json.loads((out / "timings.json").read_text())) == {"wall_s", "plans_s"}
+    assert "wall_s" not in (out / "summary.json").read_text()
 
 
 def test_a_run_leaves_the_garbage_collector_alone_unless_asked() -> None:

@@ -182,7 +182,10 @@ def simulate(
     ] = "research",
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Directory for jobs.parquet/csv, queue.csv, summary.json."),
+        typer.Option(
+            "--out",
+            help="Directory for jobs.parquet/csv, queue.csv, summary.json, timings.json.",
+        ),
     ] = None,
     skip_oversized: Annotated[
         bool,
@@ -293,7 +296,9 @@ def simulate(
         summary_table(f"{len(job_list)} jobs on {gpus} GPUs", [(arch, result.summary)])
     )
     if out is not None:
-        out_console().print(f"wrote {out}/jobs.parquet, jobs.csv, queue.csv, summary.json")
+        out_console().print(
+            f"wrote {out}/jobs.parquet, jobs.csv, queue.csv, summary.json, timings.json"
+        )
 
 
 def register(app: typer.Typer) -> None:

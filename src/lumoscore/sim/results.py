@@ -25,6 +25,7 @@ from lumoscore.workload.job import Job
 
 __all__ = [
     "STABILITY_COLUMNS",
+    "TIMING_STATS",
     "SimResult",
     "finished_jobs",
     "queue_stats",
@@ -89,6 +90,8 @@ def summarize(jobs: pd.DataFrame) -> dict[str, float]:
     return out
 
 
+#: The run's wall-clock times among its stats and summary (seconds; they differ run to run).
+TIMING_STATS = ("wall_s", "plans_s")
 _COUNTED = (
     "reconfigurations",
     "failures",
@@ -269,7 +272,9 @@ class SimResult:
 
     def write(self, out_dir: str | Path, *, manifest: dict[str, Any] | None = None) -> Path:
         """Write ``jobs.parquet``, ``jobs.csv``, ``queue.csv``, ``link_events.csv`` (with link
-        failures) and ``summary.json`` atomically."""
+        failures), ``summary.json`` and ``timings.json`` (the wall-clock times,
+        :data:`TIMING_STATS`: all other files are the same bytes for the same input)
+        atomically."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         import io
@@ -283,11 +288,14 @@ class SimResult:
             atomic_write_text(
                 out / "link_events.csv", self.link_events.to_csv(index=False).encode()
             )
+        # wall-clock times apart: the other files are the same bytes for the same input
+        timings = {k: self.stats[k] for k in TIMING_STATS if k in self.stats}
         doc = {
-            "summary": self.summary,
+            "summary": {k: v for k, v in self.summary.items() if k not in TIMING_STATS},
             "fabric": self.fabric,
-            "stats": self.stats,
+            "stats": {k: v for k, v in self.stats.items() if k not in TIMING_STATS},
             **({"manifest": manifest} if manifest else {}),
         }
         atomic_write_text(out / "summary.json", json.dumps(doc, indent=2, default=float).encode())
+        atomic_write_text(out / "timings.json", json.dumps(timings, indent=2).encode())
         return out
