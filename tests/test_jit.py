@@ -12,7 +12,7 @@ import numba
 import pytest
 
 import lumoscore
-from lumoscore.jit import source_digest
+from lumoscore.jit import InternalDispatcher, cached_jit, source_digest
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -124,3 +124,83 @@ def test_a_package_module_loaded_under_another_name_is_not_cached() -> None:
         del sys.modules["heaps_alias"]
     assert type(alias.heap_set._cache).__name__ == "NullCache"
     assert type(heaps.heap_set._cache).__name__ != "NullCache"
+
+
+_INTERNAL = """
+from lumoscore.jit import cached_jit
+
+
+@cached_jit(internal=True)
+def inner(x):
+    return x.sum() + 1.0
+
+
+@cached_jit
+def outer(x):
+    return 2.0 * inner(x)
+"""
+
+_CALL_BOTH = """
+import json, sys
+import numpy as np
+import tinyinternal as m
+from numba.core import event
+compiled = []
+class Count(event.Listener):
+    def on_start(self, ev):
+        f = ev.data["dispatcher"].py_func
+        if f.__module__ == "tinyinternal":
+            compiled.append(f.__qualname__)
+    def on_end(self, ev):
+        pass
+with event.install_listener("numba:compile", Count()):
+    x = np.arange(4.0)
+    out = [float(m.outer(x)), float(m.inner(x)), float(m.inner.py_func(x))]
+print(json.dumps([out, type(m.inner).__name__, sorted(compiled)]))
+"""
+
+
+def test_an_internal_kernel_runs_from_compiled_code_and_from_python(tmp_path: Path) -> None:
+    """An internal kernel (compiled without the wrappers Python calls need) gives the same
+    results called from another kernel and from Python (through its twin, cached under its
+    own name: a process never runs wrapper-less code from Python), with an empty cache and
+    with the cache filled."""
+    import os
+    import subprocess
+
+    (tmp_path / "tinyinternal.py").write_text(_INTERNAL)
+    cache = tmp_path / "cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    runs = []
+    for _ in range(2):
+        res = subprocess.run(
+            [sys.executable, "-c", _CALL_BOTH], env=env, capture_output=True, text=True
+        )
+        assert res.returncode == 0, res.stderr  # (a wrapper-less call would crash)
+        runs.append(__import__("json").loads(res.stdout.strip().splitlines()[-1]))
+    (first, kind, compiled), (again, _, loaded) = runs
+    assert first == again == [14.0, 7.0, 7.0]
+    assert kind == "InternalDispatcher"
+    # outer (inner compiled inside it) and the twin; then both come from the cache
+    assert compiled == ["inner", "inner__py", "outer"] and loaded == []
+    names = sorted(p.name for p in cache.rglob("*.nbi"))
+    assert any("inner" in n and "__py" in n for n in names)  # the twin, on its own
+    assert any("inner" in n and "__py" not in n for n in names)
+
+
+def test_internal_takes_no_signature() -> None:
+    with pytest.raises(TypeError, match="internal"):
+        cached_jit("float64(float64)", internal=True)
+
+
+def test_internal_kernels_are_package_dispatchers() -> None:
+    """Internal kernels are found as the package's cached kernels (the digest test covers
+    them) and Python calls reach their twins."""
+    from lumoscore.jitsort import sort
+
+    assert isinstance(sort, InternalDispatcher)
+    assert isinstance(sort, numba.core.registry.CPUDispatcher)
+    import numpy as np
+
+    assert sort(np.array([3, 1, 2])).tolist() == [1, 2, 3]

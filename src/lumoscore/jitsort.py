@@ -25,25 +25,25 @@ from lumoscore.jit import cached_jit
 __all__ = ["argsort", "argsort_stable", "sort", "unique"]
 
 
-@cached_jit
+@cached_jit(internal=True)
 def sort(a: Any) -> Any:  # pragma: no cover - compiled
     """``np.sort(a)`` (1-d)."""
     return np.sort(a)
 
 
-@cached_jit
+@cached_jit(internal=True)
 def argsort(a: Any) -> Any:  # pragma: no cover - compiled
     """``np.argsort(a)`` (quicksort: ties in no particular order)."""
     return np.argsort(a)
 
 
-@cached_jit
+@cached_jit(internal=True)
 def argsort_stable(a: Any) -> Any:  # pragma: no cover - compiled
     """``np.argsort(a, kind="mergesort")`` (ties by index)."""
     return np.argsort(a, kind="mergesort")
 
 
-@cached_jit
+@cached_jit(internal=True)
 def unique(a: Any) -> Any:  # pragma: no cover - compiled
     """``np.unique(a)``: the distinct values, ascending."""
     return np.unique(a)

@@ -90,7 +90,7 @@ PROBE_HASHES: tuple[str, ...] = ("murmur", "sum", "least-loaded")
 _MODE_CODE = {"ecmp": 0, "balanced": 1, "source": 2, "probing": 3}
 
 
-@cached_jit
+@cached_jit(internal=True)
 def _flow_ends(
     src: IntArray, dst: IntArray, params: IntArray, geometry: IntArray
 ) -> tuple[int, IntArray, IntArray, IntArray, IntArray, IntArray]:  # pragma: no cover - compiled
@@ -189,7 +189,7 @@ def _route_flows(
     return 0, ptr, chosen
 
 
-@cached_jit
+@cached_jit(internal=True)
 def _candidate_paths(
     src: IntArray,
     dst: IntArray,
@@ -260,7 +260,7 @@ def _probed_links(
     return 0, out
 
 
-@cached_jit
+@cached_jit(internal=True)
 def _fill_paths(
     mode: int,
     c: int,

@@ -54,7 +54,7 @@ def _finish(h: np.uint64, n_bytes: np.uint64) -> np.uint64:  # pragma: no cover 
     return h
 
 
-@cached_jit
+@cached_jit(internal=True)
 def flow_hash_jit(src: int, dst: int, key: int, seed: np.uint64) -> np.uint64:
     """MurmurHash3 x86_32 of one flow's ``(src, dst, key)`` words (as :func:`flow_hash`),
     compiled: other Numba kernels call it per flow. ``seed`` must be a ``numpy.uint64``.

@@ -41,7 +41,7 @@ __all__ = [
 IntArray = NDArray[np.int64]
 
 
-@cached_jit
+@cached_jit(internal=True)
 def rank_and_count(groups: IntArray) -> tuple[IntArray, IntArray]:  # pragma: no cover - jit
     """How many earlier elements share each element's group, and the group's size.
 
@@ -121,7 +121,7 @@ def classify_flows(
     return a, b, pa, pb, rank, count, intra, cross
 
 
-@cached_jit
+@cached_jit(internal=True)
 def _fit_level(
     u: IntArray, v: IntArray, load_u: IntArray, load_d: IntArray, cap_u: IntArray, cap_d: IntArray
 ) -> int:  # pragma: no cover - jit
@@ -255,7 +255,7 @@ def intra_spines_free(
                    leaves_per_pod)  # fmt: skip
 
 
-@cached_jit
+@cached_jit(internal=True)
 def _flow_leaves(idx: IntArray, a: IntArray, b: IntArray) -> IntArray:  # pragma: no cover
     """The leaves the flows ``idx`` (``a[f] -> b[f]``) start or end at, ascending."""
     F = idx.size
@@ -266,7 +266,7 @@ def _flow_leaves(idx: IntArray, a: IntArray, b: IntArray) -> IntArray:  # pragma
     return unique(ends)
 
 
-@cached_jit
+@cached_jit(internal=True)
 def _colour(
     idx: IntArray,
     a: IntArray,

@@ -38,7 +38,7 @@ IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
 
-@cached_jit
+@cached_jit(internal=True)
 def _root(parent: IntArray, q: int) -> int:  # pragma: no cover - compiled
     while parent[q] != q:
         parent[q] = parent[parent[q]]

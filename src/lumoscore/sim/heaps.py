@@ -131,7 +131,7 @@ def heap_remove(
             sift_down(hp, hk, pos, i, g, k, n)
 
 
-@cached_jit
+@cached_jit(internal=True)
 def open_links(
     lhp: IntArray,
     lev: FloatArray,

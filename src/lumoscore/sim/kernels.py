@@ -316,7 +316,7 @@ def _compiled_new_state() -> Any:
 _new_state = _compiled_new_state()
 
 
-@kernel
+@kernel(internal=True)
 def _scratch_offsets(m_max: int, nnz: int, k: int, at: IntArray) -> None:  # pragma: no cover
     """Where each segment of the refill's scratch (:data:`REFILL_SCRATCH`) starts for at most
     ``m_max`` links, ``nnz`` route entries and ``k`` rows, into ``at`` (one more entry: the
@@ -334,7 +334,7 @@ def _room(k: int) -> int:  # pragma: no cover - compiled
     return k + (k >> 1) + 2
 
 
-@kernel
+@kernel(internal=True)
 def link_lists_append(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -398,7 +398,7 @@ def link_lists_append(
     return pool
 
 
-@kernel
+@kernel(internal=True)
 def _place_rows(
     f_ptr: IntArray, c_idx: IntArray, ldir: IntArray, pool: IntArray, first_row: int, end_row: int
 ) -> None:  # pragma: no cover - compiled
@@ -517,7 +517,7 @@ def compact_rows(
     return w, before, _rebuild_lists(f_ptr, c_idx, w, ldir, pool)
 
 
-@kernel
+@kernel(internal=True)
 def _rebuild_lists(
     f_ptr: IntArray, c_idx: IntArray, n: int, ldir: IntArray, pool: IntArray
 ) -> IntArray:  # pragma: no cover - compiled
@@ -552,7 +552,7 @@ def count_rows(
             lrows[c_idx[j]] += delta
 
 
-@kernel
+@kernel(internal=True)
 def link_lists(
     f_ptr: IntArray, c_idx: IntArray, n_links: int
 ) -> tuple[IntArray, IntArray]:  # pragma: no cover - compiled
@@ -595,7 +595,7 @@ def _drop_group(
     meta[M_GFREE] += 1
 
 
-@kernel
+@kernel(internal=True)
 def _reset_groups(st: FluidState) -> None:  # pragma: no cover - compiled
     """Empty the finish-time heap: no row is in a finish group."""
     meta = st[META]
@@ -605,7 +605,7 @@ def _reset_groups(st: FluidState) -> None:  # pragma: no cover - compiled
     st[GRP][:] = -1
 
 
-@kernel
+@kernel(internal=True)
 def _group_rows(st: FluidState, rows: IntArray, times: FloatArray) -> None:  # pragma: no cover
     """Rows ``rows`` (distinct) finish at ``times``: each leaves its finish group and joins a
     new one with the rows of this call that finish at the same time (one heap entry per
@@ -658,7 +658,7 @@ def _group_rows(st: FluidState, rows: IntArray, times: FloatArray) -> None:  # p
         grp[f] = gid
 
 
-@kernel
+@kernel(internal=True)
 def _refill(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -863,7 +863,7 @@ def _lowest_links(
     return n_sat, t, n_open
 
 
-@kernel
+@kernel(internal=True)
 def _finish_rows(st: FluidState, rows: IntArray, clock_s: float) -> None:  # pragma: no cover
     """Finish times of ``rows`` from their rates and the bits they have left at ``clock_s``."""
     rate, rem0 = st[RATE], st[REM0]
@@ -929,7 +929,7 @@ def _refill_suffix(
     meta[M_ORDER] = p + k
 
 
-@kernel
+@kernel(internal=True)
 def _grown_to(buf: IntArray, size: int) -> IntArray:  # pragma: no cover - compiled
     """``buf`` copied into an array of ``size`` (at least its own) entries."""
     bigger = np.empty(size, dtype=np.int64)
@@ -964,7 +964,7 @@ def _enlist_link(
     return n
 
 
-@kernel
+@kernel(internal=True)
 def _to_refill(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -1048,7 +1048,7 @@ def _to_refill(
     return rows[:k]
 
 
-@kernel
+@kernel(internal=True)
 def _closure(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -1280,7 +1280,7 @@ def _closure(
             return True
 
 
-@kernel
+@kernel(internal=True)
 def _solve(
     f_ptr: IntArray,
     c_idx: IntArray,
@@ -1481,7 +1481,7 @@ def remaining_at(
     return out
 
 
-@kernel
+@kernel(internal=True)
 def _alive_values(
     alive: BoolArray, values: FloatArray, out: FloatArray
 ) -> FloatArray:  # pragma: no cover - compiled
@@ -1492,7 +1492,7 @@ def _alive_values(
     return out
 
 
-@kernel
+@kernel(internal=True)
 def _global_bott(bott: IntArray, alive: BoolArray, glob: IntArray) -> IntArray:
     """Bottleneck links of the alive rows as fabric link ids (-1 for none and for others)."""
     out = np.full(alive.size, -1, dtype=np.int64)

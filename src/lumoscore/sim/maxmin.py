@@ -319,7 +319,7 @@ def _transpose(
     return t_ptr, t_idx
 
 
-@cached_jit
+@cached_jit(internal=True)
 def _compact(
     f_idx: NDArray[np.int64], capacity: FloatArray
 ) -> tuple[NDArray[np.int64], FloatArray, NDArray[np.int64]]:  # pragma: no cover - compiled

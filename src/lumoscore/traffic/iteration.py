@@ -432,7 +432,7 @@ def _size_rounds(
     return out_src, out_dst, out_bytes, out_weight, out_ptr, ideal
 
 
-@cached_jit
+@cached_jit(internal=True)
 def _lex_order(
     src: IntArray, dst: IntArray, size: NDArray[np.float64]
 ) -> IntArray:  # pragma: no cover - compiled
@@ -470,7 +470,7 @@ def _lex_order(
     return order
 
 
-@cached_jit
+@cached_jit(internal=True)
 def _heap_sort(
     order: IntArray, a: int, e: int, dst: IntArray, size: NDArray[np.float64]
 ) -> None:  # pragma: no cover - compiled
@@ -483,7 +483,7 @@ def _heap_sort(
         _sift_down(order, a, np.int64(0), end, dst, size)  # (no literal: one compile)
 
 
-@cached_jit
+@cached_jit(internal=True)
 def _sift_down(
     order: IntArray, a: int, root: int, n: int, dst: IntArray, size: NDArray[np.float64]
 ) -> None:  # pragma: no cover - compiled
@@ -503,7 +503,7 @@ def _sift_down(
         root = child
 
 
-@cached_jit
+@cached_jit(internal=True)
 def _peak_load(
     src: IntArray,
     dst: IntArray,
