@@ -126,6 +126,12 @@ def test_mutated_valid_files_get_one_line_or_a_result(
         assert_one_line_error(code, err)
 
 
+def _simulate_512(arch: str, option: str) -> list[str]:
+    """``lumos simulate`` of 5 jobs on 512 GPUs of ``arch`` with one ``--option``."""
+    head = "simulate --gpus 512 --preset lumoscore-paper --jobs 5 --option"
+    return [*head.split(), option, "--arch", arch]
+
+
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
@@ -167,36 +173,8 @@ def test_mutated_valid_files_get_one_line_or_a_result(
         (["tdm", str(EXAMPLES / "tdm-small.toml"), "--seed", "-1"], "--seed"),
         (["trace", "import", str(CLUSTER), "--format", "helios", "--seed", "-1"], "--seed"),
         (["run", "--preset", "testbed-static", "--gpus", "512"], "no cluster sizes"),
-        (
-            [
-                "simulate",
-                "--gpus",
-                "512",
-                "--preset",
-                "lumoscore-paper",
-                "--jobs",
-                "5",
-                "--option",
-                "gpus_per_server=0",
-            ],
-            "gpus_per_server=0: must be >= 1",
-        ),
-        (
-            [
-                "simulate",
-                "--arch",
-                "lumoscore-51.2T-tau2",
-                "--gpus",
-                "512",
-                "--preset",
-                "lumoscore-paper",
-                "--jobs",
-                "5",
-                "--option",
-                "backup=maybe",
-            ],
-            "expected bool",
-        ),
+        (_simulate_512("best", "gpus_per_server=0"), "gpus_per_server=0: must be >= 1"),
+        (_simulate_512("lumoscore-51.2T-tau2", "backup=maybe"), "expected bool"),
     ],
 )
 def test_listed_cases_get_one_line(
