@@ -100,6 +100,7 @@ def test_option_values_of_the_wrong_type_or_range_are_refused(arch, option, mess
 
 
 def test_option_values_of_the_declared_types_are_taken() -> None:
-    fab = make_fabric("lumoscore-51.2T-tau2", 512, reconfig_delay_s=0, backup=True)
+    fab = make_fabric("lumoscore-51.2T-tau2", 512, reconfig_delay_s=0, backup=np.bool_(True))
     assert fab.reconfig_delay_s == 0.0
+    assert make_fabric("best", 512, gpus_per_server=np.int64(4)).gpus == 512
     assert make_fabric("vclos", 512, spines=8, port_gbps=100).gpus == 512

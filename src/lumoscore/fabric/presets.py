@@ -512,8 +512,9 @@ def _check_values(name: str, arch: Architecture, options: dict[str, Any]) -> Non
     for key, given in options.items():
         value = given
         if key in declared:
+            plain = given.item() if isinstance(given, np.generic) else given  # (NumPy scalars)
             try:
-                value = pydantic.TypeAdapter(declared[key]).validate_python(given, strict=True)
+                value = pydantic.TypeAdapter(declared[key]).validate_python(plain, strict=True)
             except pydantic.ValidationError as exc:
                 kind = getattr(declared[key], "__name__", str(declared[key]))
                 raise ConfigError(
