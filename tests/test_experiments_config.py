@@ -284,3 +284,16 @@ def test_exposure_is_a_validated_key_defaulting_to_research() -> None:
         RunConfig(arch="best", gpus=256, exposure="x")
     exp = ExperimentConfig(name="e", gpus=256, architectures=["best"], exposure="literal")
     assert {r.exposure for r in expand(exp)} == {"literal"}
+
+
+def test_a_top_level_rail_optimized_reaches_every_run() -> None:
+    """``rail_optimized`` at the top level (as the docs list it) is every run's; ``false`` is
+    the plain wiring, the same runs as leaving it out."""
+    archs = ["clos-51.2T-3tier", "lumoscore-51.2T-tau2"]
+    on = expand(ExperimentConfig(architectures=archs, rail_optimized=True))
+    assert [r.rail_optimized for r in on] == [True, True]
+    off = expand(ExperimentConfig(architectures=archs, rail_optimized=False))
+    plain = expand(ExperimentConfig(architectures=archs))
+    assert [r.canonical() for r in off] == [r.canonical() for r in plain]
+    with pytest.raises(ConfigError, match="rail_optimized"):
+        expand(ExperimentConfig(architectures=["best"], rail_optimized=True))

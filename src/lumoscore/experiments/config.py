@@ -450,7 +450,8 @@ class ExperimentConfig(BaseModel):
     level); ``seeds`` a list or a count ``n`` (seeds ``1..n``); ``routing`` a policy for every
     architecture or a table ``{arch = policy}``; ``placer`` a table ``{arch = placer}``
     (default: each fabric's own); ``fabric_options`` a table ``{arch = {option = value}}``
-    (:attr:`RunConfig.fabric_options`); ``sweep`` maps a :class:`RunConfig` field
+    (:attr:`RunConfig.fabric_options`); ``rail_optimized`` every run's (unset: the plain
+    wiring; Best and the vClos clusters refuse ``true``); ``sweep`` maps a :class:`RunConfig` field
     path to the list of values to try. ``output`` defaults to ``results/<name>``.
 
     Examples
@@ -472,6 +473,7 @@ class ExperimentConfig(BaseModel):
     routing: str | dict[str, str] | None = None
     placer: dict[str, str] | None = None
     fabric_options: dict[str, dict[str, StrictInt | StrictFloat | StrictBool | str]] | None = None
+    rail_optimized: bool | None = None
     queue: str = "fifo"
     eps: float | list[float] = 0.0
     exposure: str = "research"
@@ -623,6 +625,7 @@ class ExperimentConfig(BaseModel):
             "routing": routing,
             **({"placer": placer} if placer is not None else {}),
             **({"fabric_options": options} if options else {}),
+            **({"rail_optimized": self.rail_optimized} if self.rail_optimized is not None else {}),
             "queue": self.queue,
             "eps": self.eps if not isinstance(self.eps, list) else 0.0,
             "exposure": self.exposure,
