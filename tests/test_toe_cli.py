@@ -89,3 +89,17 @@ def test_errors_are_one_line(files, tmp_path, capsys) -> None:
     assert code == 2 and "allowed solvers for this wiring" in err
     code, _, err = run(["toe", str(files["cluster"]), str(files["csv"]), "--solver", "x"], capsys)
     assert code == 2 and "allowed: mdmcf, mcf, ilp, bvn, helios" in err
+
+
+@pytest.mark.parametrize("group", [9, -1])
+def test_a_current_circuit_in_no_group_of_the_wiring_is_refused(
+    files, tmp_path, capsys, group: int
+) -> None:
+    """The current configuration's groups are checked against the wiring's (4 here) even when
+    only one group is solved: a circuit of group 9 is not silently left out."""
+    cur = tmp_path / "cur.json"
+    cur.write_text(json.dumps({"circuits": [[group, 0, 0, 0, 1, 1]]}))
+    args = ["toe", str(files["cluster"]), str(files["csv"]), "--group", "1"]
+    code, _, err = run([*args, "--current", str(cur), "--iota", "0.5"], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert f"group {group} out of range; allowed 0..3" in err

@@ -80,6 +80,14 @@ def toe(
         groups = list(range(w.groups))
         C3 = C
     cur = read_config(current) if current is not None else None
+    if cur is not None and len(cur):
+        off = np.flatnonzero((cur[:, 0] < 0) | (cur[:, 0] >= w.groups))
+        if off.size:
+            r = int(off[0])
+            raise ConfigError(
+                f"{current}: circuit {r}: group {int(cur[r, 0])} out of range; allowed "
+                f"0..{w.groups - 1}"
+            )
     res = configure(C3, w, current=cur, solver=solver, groups=groups, time_limit_s=time_limit_s)
     cur_g = None if cur is None else cur[np.isin(cur[:, 0], groups)]
     m = evaluate(res.circuits, C3, current=cur_g, groups=groups)
