@@ -173,6 +173,8 @@ def _simulate_512(arch: str, option: str) -> list[str]:
         (["tdm", str(EXAMPLES / "tdm-small.toml"), "--seed", "-1"], "--seed"),
         (["trace", "import", str(CLUSTER), "--format", "helios", "--seed", "-1"], "--seed"),
         (["run", "--preset", "testbed-static", "--gpus", "512"], "no cluster sizes"),
+        (["trace", "import", str(CLUSTER), "--format", "helios", "--gpus", "0"], "'--gpus'"),
+        (["trace", "import", ".", "--format", "helios", "--out", "t.csv"], "is a directory"),
         (_simulate_512("best", "gpus_per_server=0"), "gpus_per_server=0: must be >= 1"),
         (_simulate_512("lumoscore-51.2T-tau2", "backup=maybe"), "expected bool"),
     ],

@@ -158,12 +158,14 @@ def import_(
             "--size-mapping", help=f"Cluster logs: GPU mapping: {', '.join(SIZE_MAPPINGS)}."
         ),
     ] = "pow2",
-    max_gpus: Annotated[int, typer.Option("--max-gpus", help="Cluster logs: size cap.")] = 2048,
+    max_gpus: Annotated[
+        int, typer.Option("--max-gpus", min=8, help="Cluster logs: size cap.")
+    ] = 2048,
     seed: Annotated[
         int, typer.Option("--seed", min=0, help="Cluster logs: seed of model/PP/EP draws.")
     ] = 0,
     gpus: Annotated[
-        int | None, typer.Option("--gpus", help="Cluster GPUs recorded in the trace.")
+        int | None, typer.Option("--gpus", min=8, help="Cluster GPUs recorded in the trace.")
     ] = None,
     load: Annotated[
         float | None,
@@ -179,7 +181,8 @@ def import_(
     if load is not None and gpus is None:
         raise ConfigError("--load needs --gpus (the cluster size the level refers to)")
     if not file.is_file():
-        raise FileNotFoundError(f"{file}: no such file")
+        what = "is a directory; give the log file" if file.is_dir() else "no such file"
+        raise FileNotFoundError(f"{file}: {what}")
     if fmt == "joblist":
         trace = read_joblist(file)
     else:
