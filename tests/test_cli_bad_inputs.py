@@ -273,3 +273,11 @@ def test_empty_traffic_files_are_one_line(tmp_path: Path) -> None:
         code, _, err = invoke(["te", str(EXAMPLES / "cluster.toml"), str(tmp_path / name)])
         assert_one_line_error(code, err)
         assert needle in err
+
+
+def test_a_bad_value_in_a_tdm_file_names_the_file(tmp_path: Path) -> None:
+    f = tmp_path / "t.toml"
+    f.write_text("[network]\nports_per_pod = 0\n")
+    code, _, err = invoke(["tdm", str(f)])
+    assert_one_line_error(code, err)
+    assert f"{f}: network.ports_per_pod" in err
