@@ -297,3 +297,19 @@ def test_a_top_level_rail_optimized_reaches_every_run() -> None:
     assert [r.canonical() for r in off] == [r.canonical() for r in plain]
     with pytest.raises(ConfigError, match="rail_optimized"):
         expand(ExperimentConfig(architectures=["best"], rail_optimized=True))
+
+
+def test_relative_trace_files_of_a_sweep_are_beside_the_file(tmp_path: Path, monkeypatch) -> None:
+    """``[sweep] "trace.file"`` paths are relative to the experiment file, as ``[trace] file``
+    is, wherever ``lumos run`` is started."""
+    sub = tmp_path / "exp"
+    sub.mkdir()
+    row = "job_id,arrival_s,gpus,model,tp,pp,dp,ep,iterations,duration_s\n"
+    for name in ("g1.csv", "g2.csv"):
+        (sub / name).write_text(row + "0,0.0,16,llama_7b,8,1,2,8,10,100.0\n")
+    (sub / "e.toml").write_text(
+        'gpus = 512\narchitectures = ["best"]\n[sweep]\n"trace.file" = ["g1.csv", "g2.csv"]\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    runs = expand(load_experiment(sub / "e.toml"))
+    assert [r.trace.file for r in runs] == [str((sub / n).resolve()) for n in ("g1.csv", "g2.csv")]

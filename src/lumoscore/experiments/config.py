@@ -723,8 +723,9 @@ def expand(config: ExperimentConfig) -> list[RunConfig]:
 def load_experiment(path: str | Path) -> ExperimentConfig:
     """Read and validate an experiment TOML file.
 
-    A relative ``trace.file`` is taken relative to the file's folder. Every run of the
-    experiment is validated too (:func:`expand`), so an infeasible cluster fails here.
+    A relative ``trace.file`` (also in ``[sweep]``) is taken relative to the file's folder.
+    Every run of the experiment is validated too (:func:`expand`), so an infeasible cluster
+    fails here.
 
     Raises
     ------
@@ -765,10 +766,18 @@ def experiment_from_dict(
 ) -> ExperimentConfig:
     """Validate a parsed experiment document (see :func:`load_experiment`)."""
     data = dict(doc)
+
+    def beside(name: Any) -> Any:  # a relative trace file: relative to the experiment file
+        if base_dir is None or not isinstance(name, str) or Path(name).is_absolute():
+            return name
+        return str((base_dir / name).resolve())
+
     trace = data.get("trace")
-    if base_dir is not None and isinstance(trace, dict) and isinstance(trace.get("file"), str):
-        f = Path(trace["file"])
-        data["trace"] = {**trace, "file": str(f if f.is_absolute() else (base_dir / f).resolve())}
+    if isinstance(trace, dict) and "file" in trace:
+        data["trace"] = {**trace, "file": beside(trace["file"])}
+    sweep = data.get("sweep")
+    if isinstance(sweep, dict) and isinstance(sweep.get("trace.file"), list):
+        data["sweep"] = {**sweep, "trace.file": [beside(f) for f in sweep["trace.file"]]}
     try:
         config = ExperimentConfig.model_validate(data)
     except pydantic.ValidationError as exc:
