@@ -25,7 +25,6 @@ __all__ = [
     "JsonOption",
     "debug_from_env",
     "emit_json",
-    "format_validation_error",
     "run_guarded",
     "to_jsonable",
 ]
@@ -136,8 +135,7 @@ def _os_message(exc: OSError) -> str:
     return f"{exc.filename}: {reason}" if exc.filename is not None else reason
 
 
-def format_validation_error(exc: pydantic.ValidationError) -> str:
-    """A pydantic error as one line, ``field.path: message; ...``."""
+def _format_validation_error(exc: pydantic.ValidationError) -> str:
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err.get("loc", ())) or "input"
@@ -191,7 +189,7 @@ def run_guarded(call: Callable[[], Any], state: CliState | None = None) -> int:
             return 0  # the help text was printed: that is the answer
         return _fail(_usage_message(exc), exc, state)
     except pydantic.ValidationError as exc:
-        return _fail(format_validation_error(exc), exc, state)
+        return _fail(_format_validation_error(exc), exc, state)
     except LumosError as exc:
         return _fail(_first_line(str(exc)), exc, state)
     except OSError as exc:

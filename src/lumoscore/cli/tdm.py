@@ -5,16 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import pydantic
 import typer
 from rich.table import Table
 
-from lumoscore.cli._common import (
-    JsonOption,
-    emit_json,
-    format_validation_error,
-    out_console,
-)
+from lumoscore.cli._common import JsonOption, emit_json, out_console
 from lumoscore.errors import ConfigError
 
 __all__ = ["register"]
@@ -57,10 +51,7 @@ def tdm(
         raise ConfigError("give a configuration FILE or --preset NAME (paper, small)")
     if file is not None and preset_name is not None:
         raise ConfigError("give a configuration FILE or --preset NAME (paper, small), not both")
-    try:
-        config = load_config(file) if file is not None else preset(str(preset_name))
-    except pydantic.ValidationError as exc:  # (name the file, as every other command does)
-        raise ConfigError(f"{file}: {format_validation_error(exc)}") from exc
+    config = load_config(file) if file is not None else preset(str(preset_name))
     if jobs is not None and config.jobs:
         raise ConfigError("--jobs applies to a [workload] configuration, not explicit [[jobs]]")
     result = run(config, seed=seed, n_jobs=jobs, context_tokens=context, ilp=ilp)

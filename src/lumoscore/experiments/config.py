@@ -46,7 +46,7 @@ from pydantic import (
     model_validator,
 )
 
-from lumoscore.errors import ConfigError
+from lumoscore.errors import ConfigError, format_validation_error
 from lumoscore.experiments.architectures import PAPER_ARCHITECTURES
 from lumoscore.fabric.presets import architecture, make_fabric
 from lumoscore.fileio import read_text
@@ -645,28 +645,6 @@ def _set_path(doc: dict[str, Any], path: str, value: Any) -> None:
     for p in parents:
         node = node.setdefault(p, {})
     node[leaf] = value
-
-
-def format_validation_error(exc: pydantic.ValidationError, prefix: str = "") -> str:
-    """One line ``field.path: message; ...`` for a pydantic error.
-
-    Examples
-    --------
-    >>> try:
-    ...     RunConfig(gpus=4)
-    ... except pydantic.ValidationError as exc:
-    ...     format_validation_error(exc)
-    'gpus: Input should be greater than or equal to 8'
-    """
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ()))
-        loc = f"{prefix}.{loc}" if prefix and loc else (prefix or loc)
-        msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-        if err.get("type") == "extra_forbidden":
-            msg = "unknown key"
-        parts.append(f"{loc}: {msg}" if loc else msg)
-    return "; ".join(dict.fromkeys(parts))
 
 
 def expand(config: ExperimentConfig) -> list[RunConfig]:

@@ -35,6 +35,7 @@ from lumoscore.report.metrics import (
 )
 from lumoscore.report.plots import ReportFigure, arch_order, build_figures, figure_bytes
 from lumoscore.report.tables import column_definitions, markdown_table, summary_view, to_csv
+from lumoscore.sim.results import TIMING_STATS
 
 __all__ = ["Report", "build_report", "render_figures", "save_report", "write_report"]
 
@@ -175,7 +176,7 @@ def _markdown(report: Report, summary: pd.DataFrame, definitions: Mapping[str, s
 
 
 #: Columns holding wall-clock times (``wall_s``, ``stats.plans_s`` and their aggregates).
-_TIMING = re.compile(r"(^|\.)(wall_s|plans_s)(_ci95)?$")
+_TIMING = re.compile(rf"(^|\.)({'|'.join(TIMING_STATS)})(_ci95)?$")
 
 
 def _is_timing(name: str) -> bool:

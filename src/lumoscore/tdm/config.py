@@ -18,9 +18,9 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from lumoscore.errors import ConfigError
+from lumoscore.errors import ConfigError, format_validation_error
 from lumoscore.fileio import read_text
 from lumoscore.tdm.models import LLAMA3, Compute, ModelSpec, Network
 
@@ -202,7 +202,8 @@ def load_config(path: Path | str) -> TdmConfig:
     Raises
     ------
     ConfigError
-        The file is not valid TOML (pydantic's ``ValidationError`` for bad values).
+        The file is not valid TOML, or a value is invalid (one line naming the file and the
+        field).
 
     Examples
     --------
@@ -218,7 +219,10 @@ def load_config(path: Path | str) -> TdmConfig:
         data = tomllib.loads(read_text(path, what="a TDM TOML file"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    return TdmConfig.model_validate(data)
+    try:
+        return TdmConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: {format_validation_error(exc)}") from None
 
 
 #: Built-in configurations (``lumos tdm --preset NAME``).
