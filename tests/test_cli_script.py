@@ -39,9 +39,12 @@ def test_script_runs_exit_handlers_last() -> None:
 
 
 def test_script_waits_for_a_running_thread() -> None:
+    # (the thread ends only once the main thread has: a fast exit would cut it off, whatever
+    # the machine's speed)
     prelude = (
-        "import threading, time\n"
-        "threading.Thread(target=lambda: (time.sleep(2.0), print('thread done'))).start()"
+        "import threading\n"
+        "main = threading.main_thread()\n"
+        "threading.Thread(target=lambda: (main.join(), print('thread done'))).start()"
     )
     done = _run(prelude, "presets")
     assert done.returncode == 0

@@ -89,6 +89,32 @@ def test_other_errors_name_field_and_allowed_values(tmp_path: Path) -> None:
     assert "not valid TOML" in error_of(tmp_path, "gpus = \n")
 
 
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        ("gpus = true", "gpus: expected an integer or a list, got True"),
+        ('gpus = "512"', "gpus: expected an integer or a list, got '512'"),
+        ("seeds = true", "seeds: expected an integer or a list, got True"),
+        ("seeds = [1, true]", "seeds.1: expected an integer, got True"),
+        ('eps = "0.1"', "eps: expected a number or a list, got '0.1'"),
+        ("jobs = 10.0", "trace.jobs: expected an integer or a list, got 10.0"),
+        ("rail_optimized = 1", "rail_optimized: expected true or false, got 1"),
+        ("name = 5", "name: expected a string, got 5"),
+        ("[failures]\nrate_per_gpu_day = false", "failures.rate_per_gpu_day: expected a number"),
+    ],
+)
+def test_values_of_the_wrong_type_are_not_converted(tmp_path: Path, line: str, needle: str) -> None:
+    msg = error_of(tmp_path, f'architectures = ["best"]\n{line}\n')
+    assert needle in msg
+
+
+def test_integers_are_numbers(tmp_path: Path) -> None:
+    exp = load(tmp_path, 'architectures = ["best"]\neps = 0\nbeta_s = 2000\n')
+    run = expand(exp)[0]
+    assert run.eps == 0.0 and run.trace.beta_s == 2000.0
+    assert isinstance(run.trace.beta_s, float)
+
+
 def test_an_experiment_file_names_what_it_runs(tmp_path: Path) -> None:
     for text in ("", 'name = "x"\ngpus = 512\n'):
         msg = error_of(tmp_path, text)

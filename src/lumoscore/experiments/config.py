@@ -73,7 +73,7 @@ __all__ = [
     "run_fields",
 ]
 
-_MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
+_MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, strict=True, ser_json_inf_nan="constants")
 #: Sweep paths that have their own axis in an experiment (``architectures``, ``gpus``,
 #: ``seeds``) and so are not allowed in ``[sweep]``.
 _OWN_AXES = {"arch": "architectures", "gpus": "gpus", "seed": "seeds"}
