@@ -168,7 +168,13 @@ def clos_port_speed(
     --------
     >>> clos_port_speed(25.6, 3, 4096), clos_port_speed(25.6, 4, 4096)
     ((800.0, 32), (1600.0, 16))
+    >>> clos_port_speed(0.1, 3, 4096)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lumoscore.errors.ConfigError: a 0.1T chip has fewer than 4 ports at every ... built of it
     """
+    speeds = ", ".join(str(s) for s in STANDARD_PORT_SPEEDS_GBPS)
+    buildable = False
     for speed in sorted(STANDARD_PORT_SPEEDS_GBPS, reverse=True):
         try:
             r = radix(chip_tbps, speed)
@@ -176,12 +182,17 @@ def clos_port_speed(
             continue
         if r % 2 or r < 4:
             continue
+        buildable = True
         if clos_max_gpus(r, tiers, oversubscription) >= gpus:
             return float(speed), r
+    if not buildable:
+        raise ConfigError(
+            f"a {chip_tbps:g}T chip has fewer than 4 ports at every standard port speed "
+            f"({speeds} Gb/s): no Clos is built of it"
+        )
     raise ConfigError(
         f"a {tiers}-tier Clos of {chip_tbps:g}T chips (oversubscription {oversubscription:g}:1) "
-        f"cannot hold gpus={gpus} at any standard port speed "
-        f"({', '.join(str(s) for s in STANDARD_PORT_SPEEDS_GBPS)} Gb/s)"
+        f"cannot hold gpus={gpus} at any standard port speed ({speeds} Gb/s)"
     )
 
 
