@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -134,3 +135,13 @@ def test_errors() -> None:
         workload_level(bare)
     with pytest.raises(ConfigError, match="beta_s"):
         workload_level(t2, beta_s=-5)
+
+
+@pytest.mark.parametrize("basis", ["sample", "expected"])
+def test_a_level_too_high_to_represent_means_every_job_at_once(basis: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no overflow warning)
+        trace = generate_trace(
+            "lumoscore-published", 5, seed=1, cluster_gpus=512, load=1e308, load_basis=basis
+        )
+    assert [j.arrival_s for j in trace.jobs] == [0.0] * 5

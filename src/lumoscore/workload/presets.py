@@ -524,7 +524,8 @@ def generate_trace(
         # Measured level = (n-1)/span * mean(gpus*duration) / cluster_gpus; span = beta * U.
         mean_gs = float(np.mean(gpus * duration_s))
         unit_span = unit_arrival[-1] - unit_arrival[0]
-        beta = (n - 1) * mean_gs / (unit_span * load * cluster_gpus)
+        with np.errstate(over="ignore"):  # (a level too high to represent: beta 0)
+            beta = (n - 1) * mean_gs / (unit_span * load * cluster_gpus)
     else:
         beta = spec.mean_gpu_seconds(int(cluster_gpus)) / (load * cluster_gpus)
 
