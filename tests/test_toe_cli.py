@@ -103,3 +103,10 @@ def test_a_current_circuit_in_no_group_of_the_wiring_is_refused(
     code, _, err = run([*args, "--current", str(cur), "--iota", "0.5"], capsys)
     assert code == 2 and err.count("\n") == 1
     assert f"group {group} out of range; allowed 0..3" in err
+
+
+@pytest.mark.parametrize("iota", ["0", "-0.5", "1.5", "nan"])
+def test_iota_outside_its_range_is_refused(files, capsys, iota: str) -> None:
+    code, _, err = run(["toe", str(files["cluster"]), str(files["npy"]), "--iota", iota], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "--iota" in err and "0 < iota <= 1" in err

@@ -56,10 +56,8 @@ def toe(
         float | None,
         typer.Option(
             "--iota",
-            min=0.0,
-            max=1.0,
             help="With --current: plan the staged reconfiguration (LumosCore App. A.8) so "
-            "that no pod loses more than this share of its paths per stage.",
+            "that no pod loses more than this share of its paths per stage (0 < iota <= 1).",
         ),
     ] = None,
     json_out: JsonOption = False,
@@ -67,6 +65,11 @@ def toe(
     """Compute the OCS configuration that realizes DEMAND on CLUSTER's wiring."""
     if solver not in SOLVERS:
         raise ConfigError(f"--solver: unknown {solver!r}; allowed: {', '.join(SOLVERS)}")
+    if iota is not None and not 0.0 < iota <= 1.0:  # (nan fails too)
+        raise ConfigError(
+            f"--iota: {iota:g} is not in 0 < iota <= 1 (the largest share of a pod's paths "
+            "one stage may interrupt)"
+        )
     kind = wiring_kind(wiring)
     spec = load_cluster(cluster)
     w = build_wiring(spec, kind, circulators)
