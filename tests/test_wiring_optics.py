@@ -66,6 +66,10 @@ def test_given_loss_margin_and_custom_module() -> None:
     custom = Transceiver("lab", "single", 10.0, 0.0, 100.0)
     assert check_power_budget(custom, 2200).ocs_loss_source == "model-extrapolated"
     assert "extrapolated" in (check_power_budget(custom, 2200).warning or "")
+    over = check_power_budget("DR8", 1100, ocs_loss_db=1.5, margin_db=2.0)  # 1.5 + 2 > 3
+    assert over.status == "over" and over.headroom_db == -0.5
+    assert over.warning is not None
+    assert "< path loss 1.5 dB (OCS 1.5 dB) + margin 2.0 dB: " in over.warning
     with pytest.raises(ConfigError, match="ocs_loss_db must be"):
         check_power_budget("DR8", 320, ocs_loss_db=-1)
     with pytest.raises(ConfigError, match="margin_db must be"):

@@ -101,7 +101,9 @@ def wire(
         (
             "power budget",
             f"{budget.status}: {module.name} {budget.budget_db:.1f} dB vs loss "
-            f"{budget.loss_db:.1f} dB, headroom {budget.headroom_db:.2f} dB",
+            f"{budget.loss_db:.1f} dB"
+            + (f" + margin {budget.margin_db:.1f} dB" if budget.margin_db else "")
+            + f", headroom {budget.headroom_db:.2f} dB",
         ),
     ]
     for k, v in rows:

@@ -237,6 +237,8 @@ def check_power_budget(
     (2.0, 0.5, 'ok')
     >>> print(check_power_budget("SR8", 320).warning)  # doctest: +ELLIPSIS
     SR8 power budget 1.8 dB < path loss 3.0 dB (OCS 3.0 dB): ... exceeds the budget by 1.20 dB...
+    >>> print(check_power_budget("DR8", 136, margin_db=3.0).warning)  # doctest: +ELLIPSIS
+    DR8 power budget 3.0 dB < path loss 2.0 dB (OCS 2.0 dB) + margin 3.0 dB: ... by 2.00 dB...
     """
     t = get_transceiver(transceiver)
     for name, value in (("margin_db", margin_db), ("circulator_loss_db", circulator_loss_db)):
@@ -267,20 +269,20 @@ def check_power_budget(
     parts = f"OCS {ocs_loss:.1f} dB" + (
         f" + {passes} circulator passes {circ:.1f} dB" if passes else ""
     )
-    if margin_db:
-        parts += f", margin {margin_db:.1f} dB"
+    kept = f" + margin {margin_db:.1f} dB" if margin_db else ""
     warning = None
     if status == "over":
         warning = (
             f"{t.name} power budget {t.power_budget_db:.1f} dB < path loss {loss:.1f} dB "
-            f"({parts}): "
+            f"({parts}){kept}: "
             f"the design exceeds the budget by {-headroom:.2f} dB; use a transceiver with a "
             f"larger budget, a smaller/lower-loss OCS, or drop the circulators"
         )
     elif status == "at-limit":
         warning = (
             f"{t.name} power budget {t.power_budget_db:.1f} dB is at the limit of the path loss "
-            f"{loss:.1f} dB ({parts}; worst case {worst:.1f} dB): headroom only {headroom:.2f} dB"
+            f"{loss:.1f} dB ({parts}; worst case {worst:.1f} dB){kept}: headroom only "
+            f"{headroom:.2f} dB"
         )
     if source == "model-extrapolated":
         note = (
