@@ -204,6 +204,26 @@ def test_empty_inputs_are_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert files_in(tmp_path) == {"header.csv", "empty.toml"}
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--out", "", "--dry-run"],
+        ["simulate", "--arch", "best", "--gpus", "64", "--preset", "lumoscore-published",
+         "--jobs", "2", "--out", ""],
+        ["report", "results", "--out", ""],
+    ],
+)  # fmt: skip
+def test_an_empty_output_folder_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    """(as ``--out "$DIR"`` with DIR unset: not the working folder)"""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = invoke(argv)
+    assert_one_line_error(code, err)
+    assert "'--out': an empty path" in err
+    assert not files_in(tmp_path)
+
+
 def test_os_errors_name_the_file_without_errno(tmp_path: Path) -> None:
     folder = tmp_path / "a-folder.csv"
     folder.mkdir()

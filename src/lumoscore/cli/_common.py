@@ -25,11 +25,27 @@ __all__ = [
     "JsonOption",
     "debug_from_env",
     "emit_json",
+    "folder_path",
     "run_guarded",
     "to_jsonable",
 ]
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+
+
+def folder_path(value: str) -> Path:
+    """Parser of an output-folder option: an empty value (often an unset shell variable, as in
+    ``--out "$DIR"``) is refused rather than read as the working folder.
+
+    Examples
+    --------
+    >>> folder_path("results/x")
+    PosixPath('results/x')
+    """
+    if not value:
+        raise typer.BadParameter("an empty path; give a folder ('.' for the working folder)")
+    return Path(value)
+
 
 #: Environment variable that turns ``--debug`` on (any value but empty, 0, false, no, off).
 DEBUG_ENV = "LUMOS_DEBUG"

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json, table_console
+from lumoscore.cli._common import JsonOption, emit_json, folder_path, table_console
 
 __all__ = ["register", "report"]
 
@@ -30,7 +30,11 @@ def report(
     ],
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Directory for the report files (default: DIR/report)."),
+        typer.Option(
+            "--out",
+            parser=folder_path,
+            help="Directory for the report files (default: DIR/report).",
+        ),
     ] = None,
     json_out: JsonOption = False,
 ) -> None:

@@ -11,7 +11,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json, out_console, table_console, to_jsonable
+from lumoscore.cli._common import (
+    JsonOption,
+    emit_json,
+    folder_path,
+    out_console,
+    table_console,
+    to_jsonable,
+)
 from lumoscore.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -115,7 +122,10 @@ def run(
         typer.Argument(help="Experiment TOML file; without it, the built-in default experiment."),
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Result store folder (default: the file's output).")
+        Path | None,
+        typer.Option(
+            "--out", parser=folder_path, help="Result store folder (default: the file's output)."
+        ),
     ] = None,
     workers: Annotated[
         int | None,

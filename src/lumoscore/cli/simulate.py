@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json, out_console
+from lumoscore.cli._common import JsonOption, emit_json, folder_path, out_console
 from lumoscore.errors import ConfigError
 from lumoscore.sim.queueing import QUEUE_POLICIES
 
@@ -184,6 +184,7 @@ def simulate(
         Path | None,
         typer.Option(
             "--out",
+            parser=folder_path,
             help="Directory for jobs.parquet/csv, queue.csv, summary.json, timings.json.",
         ),
     ] = None,
