@@ -21,7 +21,13 @@ from lumoscore.cli import build_app, main
 from lumoscore.errors import ConfigError
 from lumoscore.experiments.architectures import PAPER_ARCHITECTURES
 from lumoscore.experiments.config import RunConfig
-from lumoscore.experiments.runner import SweepError, _local_results, run_one, run_sweep
+from lumoscore.experiments.runner import (
+    SweepError,
+    _local_cluster,
+    _local_results,
+    run_one,
+    run_sweep,
+)
 from lumoscore.experiments.store import ResultStore
 from lumoscore.sim.results import SimResult
 
@@ -120,6 +126,22 @@ def test_dask_local_cluster_equals_local_pool(tmp_path: Path) -> None:
         assert (sa.run_dir(key) / "jobs.parquet").read_bytes() == (
             sb.run_dir(key) / "jobs.parquet"
         ).read_bytes()
+
+
+@pytest.mark.slow
+def test_dask_local_workers_leave_ctrl_c_to_the_parent() -> None:
+    """The sweep's local cluster: its workers ignore SIGINT (a terminal's Ctrl-C reaches the
+    whole process group; the parent closes the cluster), and the parent's signal mask is
+    as it was once the cluster has started."""
+    from distributed import Client
+
+    def ignores_sigint() -> bool:
+        return signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+    with _local_cluster(1) as cluster, Client(cluster) as client:
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+        assert list(client.run(ignores_sigint).values()) == [True]
+    assert not ignores_sigint()
 
 
 TINY_TOML = """

@@ -1,10 +1,11 @@
-"""Worker processes that leave Ctrl-C to their parent: :func:`worker_pool`.
+"""Worker processes that leave Ctrl-C to their parent: :func:`worker_pool`, :func:`dask_setup`.
 
 A terminal sends Ctrl-C (SIGINT) to every process of the foreground group. A pool worker
 that took it would print its own traceback and could leave the parent waiting on it. The
 workers of :func:`worker_pool` ignore it (:func:`worker_init`); the parent, interrupted,
 stops them and drops the work not started. Used by sweeps (:mod:`lumoscore.experiments.runner`)
-and by the report's second drawing process (:mod:`lumoscore.report.writer`).
+and by the report's second drawing process (:mod:`lumoscore.report.writer`). The worker
+processes of a sweep's Dask ``LocalCluster`` do the same through :func:`dask_setup`.
 
 Examples
 --------
@@ -23,7 +24,7 @@ import signal
 import sys
 from collections.abc import Iterator
 
-__all__ = ["worker_init", "worker_pool"]
+__all__ = ["dask_setup", "worker_init", "worker_pool"]
 
 #: ``prctl`` option: the signal a process gets when its parent dies (Linux).
 _PR_SET_PDEATHSIG = 1
@@ -40,6 +41,13 @@ def worker_init(parent_pid: int) -> None:
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(1)
+
+
+def dask_setup(worker: object) -> None:
+    """Dask's preload hook (``LocalCluster(preload=["lumoscore.pools"])``), run in each worker
+    process as it starts: Ctrl-C is left to the parent, which closes the cluster (a worker
+    that took it would print its own traceback)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @contextlib.contextmanager

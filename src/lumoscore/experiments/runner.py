@@ -28,6 +28,8 @@ import functools
 import inspect
 import logging
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.managers import SyncManager
 from queue import Empty
@@ -333,6 +335,40 @@ def check_scheduler_address(address: str) -> str:
 
 
 @contextlib.contextmanager
+def _local_cluster(workers: int) -> Iterator[Any]:
+    """A Dask ``LocalCluster`` of ``workers`` one-thread worker processes, closed on leaving.
+
+    The cluster starts with SIGINT blocked in this thread: a Ctrl-C pressed meanwhile is
+    delivered once it has started, and the cluster is then closed, never left half-started
+    (Dask's exit handler would close it and print a traceback). Its worker processes ignore
+    Ctrl-C (:func:`lumoscore.pools.dask_setup`, preloaded) and log only critical errors (a
+    run's error comes back as its result)."""
+    from distributed import LocalCluster
+
+    masking = threading.current_thread() is threading.main_thread() and hasattr(
+        signal, "pthread_sigmask"
+    )
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if masking else set()
+    try:
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+            preload=["lumoscore.pools"],
+        )
+    except BaseException:
+        if masking:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        raise
+    with cluster:
+        if masking:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)  # (a pending Ctrl-C lands here)
+        yield cluster
+
+
+@contextlib.contextmanager
 def _dask_results(
     todo: Sequence[tuple[str, RunConfig]],
     run_fn: RunFn,
@@ -342,7 +378,7 @@ def _dask_results(
     dask_local: int | None = None,
 ) -> Iterator[Iterator[tuple[str, SimResult | BaseException]]]:
     try:
-        from distributed import Client, LocalCluster, as_completed
+        from distributed import Client, as_completed
     except ImportError as exc:  # pragma: no cover - dask is a dependency
         raise ConfigError(f"executor='dask' needs the 'distributed' package: {exc}") from None
     with contextlib.ExitStack() as stack:
@@ -364,15 +400,7 @@ def _dask_results(
                         f"{DASK_WORKER_TIMEOUT_S:g} s (start one: dask worker {scheduler})"
                     ) from None
             else:
-                cluster = stack.enter_context(
-                    LocalCluster(
-                        n_workers=dask_local or 1,
-                        threads_per_worker=1,
-                        processes=True,
-                        dashboard_address=None,
-                        silence_logs=logging.ERROR,
-                    )
-                )
+                cluster = stack.enter_context(_local_cluster(dask_local or 1))
                 client = stack.enter_context(Client(cluster))
         futures = {
             client.submit(run_fn, cfg, key=f"lumos-run-{key}", pure=False): key for key, cfg in todo
