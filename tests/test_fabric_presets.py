@@ -67,6 +67,9 @@ def test_errors_name_the_preset_and_list_known_names() -> None:
         make_fabric("clos-25.6T-2tier", 100000)
     with pytest.raises(ConfigError, match="tiers must be 2, 3 or 4"):
         make_fabric("clos-51.2T-5tier", 4096)
+    for seed in (-1, 1.5, True):  # (NumPy's SeedSequence: "expected non-negative integer")
+        with pytest.raises(ConfigError, match=f"seed must be an integer >= 0, got {seed}"):
+            make_fabric("clos-51.2T-3tier", 512, seed=seed)
     for name in ("clos-0T-3tier", "leaf-spine-0.1T"):  # a chip too small for any Clos
         with pytest.raises(ConfigError, match="fewer than 4 ports at every standard port speed"):
             make_fabric(name, 512)

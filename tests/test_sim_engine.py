@@ -226,6 +226,9 @@ def test_too_big_jobs_are_rejected_and_bad_policy_named() -> None:
     assert bool(res.jobs["rejected"].iloc[0]) and res.summary["rejected"] == 1
     with pytest.raises(ConfigError, match="allowed: fifo"):
         Simulator(BestFabric(gpus=16), [], queue="lifo")
+    with pytest.raises(ConfigError, match="seed must be an integer >= 0, got -1"):
+        Simulator(BestFabric(gpus=16), [], seed=-1)
+    assert Simulator(BestFabric(gpus=16), [], seed=np.int64(2)).seed == 2
 
 
 def test_cli_simulate_json(tmp_path) -> None:

@@ -1,15 +1,18 @@
-"""Size limits checked before anything is allocated.
+"""Size limits checked before anything is allocated, and the seed's range.
 
 A request beyond them is an input error (``ConfigError`` naming the limit), not an attempt to
 allocate tens of gigabytes: a fat-fingered ``--gpus 1000000000`` must fail in a millisecond
-with a message, never after minutes of swapping or with an out-of-memory kill.
+with a message, never after minutes of swapping or with an out-of-memory kill. A seed is a
+non-negative integer (NumPy's ``SeedSequence`` takes no other).
 """
 
 from __future__ import annotations
 
+import numbers
+
 from lumoscore.errors import ConfigError
 
-__all__ = ["MAX_GPUS", "MAX_JOBS", "check_gpus", "check_jobs"]
+__all__ = ["MAX_GPUS", "MAX_JOBS", "check_gpus", "check_jobs", "check_seed"]
 
 #: Largest cluster the simulator and the fabrics accept: 2^20 GPUs, eight times the largest
 #: LumosCore build of the paper's Table 1 (131k GPUs at tau = 1).
@@ -42,3 +45,20 @@ def check_jobs(jobs: int, name: str = "jobs") -> int:
     if jobs > MAX_JOBS:
         raise ConfigError(f"{name}={jobs} is above the limit of {MAX_JOBS} jobs (MAX_JOBS)")
     return jobs
+
+
+def check_seed(seed: int, name: str = "seed") -> int:
+    """``seed`` as an int if it is a non-negative integer, else a ConfigError naming ``name``.
+
+    Examples
+    --------
+    >>> check_seed(7)
+    7
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    lumoscore.errors.ConfigError: seed must be an integer >= 0, got -1
+    """
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ConfigError(f"{name} must be an integer >= 0, got {seed!r}")
+    return int(seed)

@@ -70,7 +70,7 @@ from lumoscore.fabric.clos import ClosFabric
 from lumoscore.fabric.leafspine import LeafSpineFabric, VClosFabric, leaf_spine_shape
 from lumoscore.fabric.lumos import LumosCoreFabric
 from lumoscore.hardware.sizing import STANDARD_PORT_SPEEDS_GBPS, clos_max_gpus, radix
-from lumoscore.limits import check_gpus
+from lumoscore.limits import check_gpus, check_seed
 from lumoscore.placement.vclos import ISOLATING_ALLOCATORS
 from lumoscore.registry import Registry
 from lumoscore.topology.cluster import ClusterSpec
@@ -473,6 +473,7 @@ def make_fabric(
     canonical, arch = architecture(name)
     if isinstance(gpus, int | np.integer) and not isinstance(gpus, bool):
         check_gpus(int(gpus))  # before any fabric allocates per-GPU arrays
+    check_seed(seed)
     _check_options(canonical, arch, options)
     _check_values(
         canonical,

@@ -49,6 +49,7 @@ import numpy as np
 
 from lumoscore.errors import ConfigError
 from lumoscore.fabric.base import Fabric
+from lumoscore.limits import check_seed
 from lumoscore.sim.admission import Admission
 from lumoscore.sim.changes import FabricChanges
 from lumoscore.sim.events import Event
@@ -167,7 +168,7 @@ class Simulator:
                 f"record_topology needs a fabric with OCS circuits; {fabric.name!r} has none"
             )
         self.record_topology = bool(record_topology)
-        self.seed = int(seed)
+        self.seed = check_seed(seed)
         self.exposure = EXPOSURES.check(exposure)
 
     # ------------------------------------------------------------------------------------

@@ -73,7 +73,7 @@ import pandas as pd
 from scipy import special
 
 from lumoscore.errors import ConfigError
-from lumoscore.limits import check_gpus, check_jobs
+from lumoscore.limits import check_gpus, check_jobs, check_seed
 from lumoscore.workload.distributions import (
     HELIOS_DURATION,
     PAPER_SIZE_MIX,
@@ -479,8 +479,7 @@ def generate_trace(
     spec = get_preset(preset)
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs < 1:
         raise ConfigError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ConfigError(f"seed must be an integer >= 0, got {seed!r}")
+    check_seed(seed)
     if isinstance(cluster_gpus, bool) or not isinstance(cluster_gpus, int | np.integer):
         raise ConfigError(f"cluster_gpus must be an integer >= 8, got {cluster_gpus!r}")
     check_gpus(int(cluster_gpus), "cluster_gpus")
