@@ -110,3 +110,12 @@ def test_iota_outside_its_range_is_refused(files, capsys, iota: str) -> None:
     code, _, err = run(["toe", str(files["cluster"]), str(files["npy"]), "--iota", iota], capsys)
     assert code == 2 and err.count("\n") == 1
     assert "--iota" in err and "0 < iota <= 1" in err
+
+
+def test_a_current_circuit_beyond_int64_is_one_line(files, tmp_path, capsys) -> None:
+    cur = tmp_path / "cur.json"
+    cur.write_text(json.dumps({"circuits": [[0, 0, 2**70, 0, 1, 1]]}))
+    args = ["toe", str(files["cluster"]), str(files["npy"]), "--current", str(cur)]
+    code, _, err = run(args, capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "circuits[0]" in err and "every row must be 6 integers" in err

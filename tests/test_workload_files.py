@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -209,6 +210,15 @@ def test_ragged_line_and_empty_file(tmp_path: Path, trace: Trace) -> None:
     bad_meta.write_text(CSV_META_PREFIX + "{oops\n" + ",".join(REQUIRED_COLUMNS) + "\n")
     with pytest.raises(TraceFormatError, match="line 1: bad trace metadata"):
         read_trace(bad_meta)
+    for meta, needle in [
+        ('{"cluster_gpus": "abc"}', "cluster_gpus must be an integer >= 1, got 'abc'"),
+        ('{"cluster_gpus": 1e400}', "cluster_gpus must be an integer >= 1, got inf"),
+        ('{"seed": true}', "seed must be an integer >= 0, got True"),
+        ('{"beta_s": -1}', "beta_s must be a finite number >= 0, got -1"),
+    ]:
+        bad_meta.write_text(CSV_META_PREFIX + meta + "\n" + ",".join(REQUIRED_COLUMNS) + "\n")
+        with pytest.raises(TraceFormatError, match=f"bad trace metadata: {re.escape(needle)}"):
+            read_trace(bad_meta)
 
 
 def test_parquet_errors_name_row(tmp_path: Path, trace: Trace) -> None:

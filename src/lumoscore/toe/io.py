@@ -127,8 +127,13 @@ def read_config(path: str | Path) -> NDArray[np.int64]:
     if not isinstance(rows, list):
         raise ConfigError(f"{p}: 'circuits' must be a list of rows {list(CIRCUIT_COLUMNS)}")
     for k, r in enumerate(rows):
-        if not isinstance(r, list) or len(r) != 6 or not all(isinstance(v, int) for v in r):
+        if not isinstance(r, list) or len(r) != 6 or not all(_small_int(v) for v in r):
             raise ConfigError(
                 f"{p}: circuits[{k}] = {r!r}; every row must be 6 integers {list(CIRCUIT_COLUMNS)}"
             )
     return np.asarray(rows, dtype=np.int64).reshape(-1, 6)
+
+
+def _small_int(value: object) -> bool:
+    """An integer a circuit row may hold (an int64; not a bool)."""
+    return type(value) is int and -(2**62) < value < 2**62

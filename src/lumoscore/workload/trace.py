@@ -123,9 +123,23 @@ class TraceMeta:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TraceMeta:
-        """Inverse of :meth:`to_dict`; unknown keys are ignored."""
+        """Inverse of :meth:`to_dict`; unknown keys are ignored, a value of the wrong type
+        or range is a ValueError naming its key."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        kept = {k: v for k, v in data.items() if k in names}
+        for key, least in (("seed", 0), ("cluster_gpus", 1)):
+            v = kept.get(key)
+            if v is not None and (type(v) is not int or not least <= v <= 2**62):
+                raise ValueError(f"{key} must be an integer >= {least}, got {v!r}")
+        for key in ("beta_s", "load"):
+            v = kept.get(key)
+            if v is not None and (type(v) not in (int, float) or not math.isfinite(v) or v < 0):
+                raise ValueError(f"{key} must be a finite number >= 0, got {v!r}")
+        for key in ("preset", "source"):
+            v = kept.get(key)
+            if v is not None and not isinstance(v, str):
+                raise ValueError(f"{key} must be a string, got {v!r}")
+        return cls(**kept)
 
 
 def _fail(source: str, where: str | None, column: str | None, problem: str) -> TraceFormatError:
