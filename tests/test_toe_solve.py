@@ -138,6 +138,10 @@ def test_current_config_off_the_wiring_names_pod_port_and_ocs(cross3) -> None:
     dup = [[0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 2, 1]]
     with pytest.raises(CurrentConfigError, match="Tx of group 0 pod 0 port 0 is used by 2"):
         configure(C, cross3, current=dup)
+    # a group the wiring does not have is refused, even when only other groups are solved
+    for g in (5, -1):
+        with pytest.raises(CurrentConfigError, match=rf"circuit 0: group {g} out of range"):
+            configure(C, cross3, current=[[g, 0, 0, 0, 1, 1]], groups=[0])
 
 
 def test_solver_and_wiring_mismatch() -> None:

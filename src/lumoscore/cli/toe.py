@@ -12,7 +12,14 @@ from rich.table import Table
 from lumoscore.cli._common import JsonOption, emit_json, out_console
 from lumoscore.cli.wire import CIRCULATORS_HELP, WIRING_HELP
 from lumoscore.errors import ConfigError
-from lumoscore.toe import SOLVERS, circuit_loss, configure, evaluate, staged_plan
+from lumoscore.toe import (
+    SOLVERS,
+    CurrentConfigError,
+    circuit_loss,
+    configure,
+    evaluate,
+    staged_plan,
+)
 from lumoscore.toe.io import load_demand, read_config, write_config
 from lumoscore.toe.solve import COUPLED_SOLVERS
 from lumoscore.topology import build_wiring, load_cluster
@@ -83,15 +90,10 @@ def toe(
         groups = list(range(w.groups))
         C3 = C
     cur = read_config(current) if current is not None else None
-    if cur is not None and len(cur):
-        off = np.flatnonzero((cur[:, 0] < 0) | (cur[:, 0] >= w.groups))
-        if off.size:
-            r = int(off[0])
-            raise ConfigError(
-                f"{current}: circuit {r}: group {int(cur[r, 0])} out of range; allowed "
-                f"0..{w.groups - 1}"
-            )
-    res = configure(C3, w, current=cur, solver=solver, groups=groups, time_limit_s=time_limit_s)
+    try:
+        res = configure(C3, w, current=cur, solver=solver, groups=groups, time_limit_s=time_limit_s)
+    except CurrentConfigError as exc:  # (name the file)
+        raise ConfigError(f"{current}: {exc}") from None
     cur_g = None if cur is None else cur[np.isin(cur[:, 0], groups)]
     m = evaluate(res.circuits, C3, current=cur_g, groups=groups)
     summary: dict[str, Any] = {

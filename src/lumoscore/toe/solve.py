@@ -432,8 +432,9 @@ def configure(
         demand is rounded down to even pod-pair counts (noted in ``notes``), solved on the
         transceiver view (:mod:`lumoscore.toe.slim`) with ``mdmcf``, ``mcf`` or ``ilp``.
     current : array_like, optional
-        Current configuration, circuits ``(n, 6)``; circuits of groups not configured are
-        ignored. Must fit the wiring.
+        Current configuration, circuits ``(n, 6)``; circuits of the wiring's groups not
+        configured are ignored. Must fit the wiring (a circuit of a group the wiring does not
+        have is an error).
     solver : str
         One of :data:`SOLVERS`.
     groups : array_like, optional
@@ -487,6 +488,12 @@ def configure(
     cur = None
     if current is not None:
         cur = np.asarray(current, dtype=np.int64).reshape(-1, 6)
+        off = np.flatnonzero((cur[:, 0] < 0) | (cur[:, 0] >= H_all)) if check else ()
+        if len(off):  # (a group the wiring lacks: never configured, so never dropped silently)
+            r = int(off[0])
+            raise CurrentConfigError(
+                f"circuit {r}: group {int(cur[r, 0])} out of range; allowed 0..{H_all - 1}"
+            )
         if len(cur):
             member = np.zeros(max(H_all, int(cur[:, 0].max()) + 1), bool)
             member[gids] = True
