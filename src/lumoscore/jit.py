@@ -21,7 +21,7 @@ are compiled without the C wrapper. Internal kernels (``cached_jit(internal=True
 :mod:`lumoscore.jitsort`, the levels of the fluid model below ``_run``, the helpers of the
 routing kernels), go without the Python wrapper too: a caller links the callee's code into its
 own and never uses it. Together about 2 s less compilation for the default experiment's
-kernels (44.2 -> 42.2 s in one process). An internal kernel called from Python, as tests and
+kernels (42 s in one process). An internal kernel called from Python, as tests and
 doctests do, runs a twin compiled with the Python wrapper under its own cache name, never the
 wrapper-less code.
 
