@@ -108,6 +108,14 @@ def test_values_of_the_wrong_type_are_not_converted(tmp_path: Path, line: str, n
     assert needle in msg
 
 
+@pytest.mark.parametrize("name", ["../../elsewhere", "/tmp/abs", "a/b", "..", ".", "a\\\\b"])
+def test_the_name_is_one_folder_name(tmp_path: Path, name: str) -> None:
+    msg = error_of(tmp_path, f'architectures = ["best"]\nname = "{name}"\n')
+    assert "name: a single folder name" in msg and "`output`" in msg
+    exp = load(tmp_path, 'architectures = ["best"]\nname = "fig 8 (c), v2.1"\n')
+    assert exp.output_dir() == Path("results") / "fig 8 (c), v2.1"
+
+
 def test_integers_are_numbers(tmp_path: Path) -> None:
     exp = load(tmp_path, 'architectures = ["best"]\neps = 0\nbeta_s = 2000\n')
     run = expand(exp)[0]

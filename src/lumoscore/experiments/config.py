@@ -483,6 +483,17 @@ class ExperimentConfig(BaseModel):
     output: str | None = None
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
 
+    @field_validator("name")
+    @classmethod
+    def _folder_name(cls, v: str) -> str:
+        """One folder name (the default output is ``results/<name>``), never a path."""
+        if v in (".", "..") or any(ch in v for ch in "/\\\0"):
+            raise ValueError(
+                f"a single folder name (no '/', '\\' or NUL; not '.' or '..'), got {v!r}; "
+                "`output` chooses another folder"
+            )
+        return v
+
     @field_validator("queue")
     @classmethod
     def _known_queue(cls, v: str) -> str:
