@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -278,6 +279,29 @@ def test_cli_simulate_json(tmp_path) -> None:
         assert col in table.columns
     # on Best every job runs exactly its ideal time
     assert (table["jrt_s"] - table["ideal_jrt_s"]).abs().max() < 1e-6
+
+
+def test_cli_simulate_writes_standard_json(tmp_path: Path) -> None:
+    """A statistic without a value (the spread of groups of one job) is null in --json and
+    summary.json, never Python's NaN, which jq and JSON.parse refuse."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from lumoscore.cli import build_app
+
+    def strict(text: str) -> dict:
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard {c}"))
+
+    out = tmp_path / "run"
+    argv = ["simulate", "--gpus", "256", "--preset", "lumoscore-published", "--jobs", "3",
+            "--out", str(out), "--json"]  # fmt: skip
+    res = CliRunner().invoke(build_app(), argv)
+    assert res.exit_code == 0, res.output
+    doc = strict(res.output)
+    assert doc["jobs"] == 3 and doc["jct_std_s"] is None
+    assert strict((out / "summary.json").read_text())["summary"]["jct_std_s"] is None
+    strict((out / "timings.json").read_text())
 
 
 def test_cli_simulate_takes_fabric_options_and_a_placer() -> None:

@@ -8,15 +8,18 @@ left as it was.
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import os
 import secrets
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from lumoscore.errors import ConfigError
 
-__all__ = ["atomic_write", "atomic_write_text", "read_text"]
+__all__ = ["atomic_write", "atomic_write_text", "finite_json", "json_text", "read_text"]
 
 
 def read_text(path: str | os.PathLike[str], *, what: str) -> str:
@@ -98,3 +101,47 @@ def atomic_write_text(path: str | os.PathLike[str], text: str | bytes) -> Path:
     """Write ``text`` (UTF-8, newlines as given) or ``bytes`` to ``path`` atomically."""
     data = text.encode("utf-8") if isinstance(text, str) else text
     return atomic_write(path, lambda tmp: tmp.write_bytes(data))
+
+
+def finite_json(obj: Any) -> Any:
+    """``obj`` (dicts, lists, tuples, numbers, strings) with every NaN or infinite float as
+    ``None``: standard JSON has no NaN or Infinity, and readers such as ``jq`` or a browser's
+    ``JSON.parse`` refuse Python's ``NaN``/``Infinity`` extension.
+
+    Examples
+    --------
+    >>> finite_json({"mean": float("nan"), "p": [1.5, float("inf")], "n": 3})
+    {'mean': None, 'p': [1.5, None], 'n': 3}
+    """
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite_json(v) for v in obj]
+    return obj
+
+
+def json_text(obj: Any, *, indent: int | None = 2) -> str:
+    """Standard JSON for other tools: :func:`finite_json` of ``obj`` (NaN and infinities as
+    ``null``), NumPy scalars as Python numbers, a final newline.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> json_text({"x": np.float64("nan"), "n": np.int64(2)}, indent=None)
+    '{"x": null, "n": 2}\\n'
+    """
+    return json.dumps(finite_json(_plain(obj)), indent=indent, allow_nan=False) + "\n"
+
+
+def _plain(obj: Any) -> Any:
+    """NumPy scalars as Python numbers, recursively (``item()``)."""
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    item = getattr(obj, "item", None)
+    if item is not None and getattr(obj, "shape", None) == ():
+        return item()
+    return obj

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
 import traceback
@@ -18,6 +17,7 @@ import typer
 from rich.console import Console
 
 from lumoscore.errors import LumosError
+from lumoscore.fileio import json_text
 
 __all__ = [
     "DEBUG_ENV",
@@ -120,9 +120,8 @@ def table_console() -> Console:
 
 
 def emit_json(obj: Any) -> None:
-    """Write ``obj`` as indented JSON to stdout."""
-    json.dump(to_jsonable(obj), sys.stdout, indent=2)
-    sys.stdout.write("\n")
+    """Write ``obj`` as indented standard JSON to stdout (NaN and infinities as ``null``)."""
+    sys.stdout.write(json_text(to_jsonable(obj)))
 
 
 def _first_line(text: str) -> str:

@@ -9,7 +9,6 @@ speed; 1 means no contention).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from lumoscore.fileio import atomic_write_text
+from lumoscore.fileio import atomic_write_text, json_text
 from lumoscore.workload.job import Job
 
 __all__ = [
@@ -296,6 +295,6 @@ class SimResult:
             "stats": {k: v for k, v in self.stats.items() if k not in TIMING_STATS},
             **({"manifest": manifest} if manifest else {}),
         }
-        atomic_write_text(out / "summary.json", json.dumps(doc, indent=2, default=float).encode())
-        atomic_write_text(out / "timings.json", json.dumps(timings, indent=2).encode())
+        atomic_write_text(out / "summary.json", json_text(doc))
+        atomic_write_text(out / "timings.json", json_text(timings))
         return out
