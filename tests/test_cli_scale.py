@@ -57,12 +57,19 @@ def test_scale_table_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "<svg" in svg.read_text()
 
 
-def test_scale_inverse_question(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["scale", "--gpus", "4096", "--chip", "25.6", "--json"], capsys)
+def test_scale_inverse_question(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    svg = tmp_path / "fig7.svg"
+    argv = ["scale", "--gpus", "4096", "--chip", "25.6", "--json", "--plot", str(svg)]
+    code, out, _ = run(argv, capsys)
     assert code == 0
     by = {r["architecture"]: r for r in json.loads(out)}
     assert by["clos-3tier"]["port_gbps"] == 800
     assert by["lumoscore-tau2"]["port_gbps"] == 1600
+    assert "4,096 GPUs" in svg.read_text()  # the chart, with the asked size marked
+    argv = ["scale", "--gpus", "100000", "--chip", "25.6", "--json"]
+    ntier = [json.loads(run(argv + extra, capsys)[1])[-1] for extra in ([], ["--max-tiers", "3"])]
+    assert [r["architecture"] for r in ntier] == ["clos-ntier"] * 2
+    assert [r["tiers"] for r in ntier] == [4, 3]
 
 
 @pytest.mark.parametrize(
@@ -71,6 +78,7 @@ def test_scale_inverse_question(capsys: pytest.CaptureFixture[str]) -> None:
         (["scale", "--chip", "12.3"], "does not split"),
         (["scale", "--chip", "abc"], "--chip"),
         (["scale", "--plot", "x.gif"], "PNG, SVG or PDF"),
+        (["scale", "--max-tiers", "3"], "--max-tiers applies to --gpus only"),
         (["nosuch"], "No such command"),
     ],
 )

@@ -9,12 +9,14 @@ import typer
 from rich.table import Table
 
 from lumoscore.cli._common import JsonOption, emit_json, out_console
+from lumoscore.errors import ConfigError
 from lumoscore.hardware import (
     ARCHITECTURES,
     DEFAULT_CHIPS_TBPS,
     DEFAULT_OCS_PORTS,
     DEFAULT_PORT_SPEEDS_GBPS,
     STANDARD_PORT_SPEEDS_GBPS,
+    SizingRow,
     reach,
     sizing_table,
 )
@@ -61,10 +63,15 @@ def scale(
         ),
     ] = None,
     max_tiers: Annotated[
-        int, typer.Option("--max-tiers", min=1, help="Most Clos tiers for --gpus.")
-    ] = 4,
+        int | None,
+        typer.Option("--max-tiers", min=1, help="Most Clos tiers for --gpus [default: 4]."),
+    ] = None,
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="Write the Fig. 7 chart (PNG/SVG/PDF).")
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Write the Fig. 7 chart (PNG/SVG/PDF); with --gpus a dashed line marks it.",
+        ),
     ] = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -73,6 +80,8 @@ def scale(
     over = f"clos-3tier-{oversubscription:g}:1"
     archs = [a if a != "clos-3tier-15:1" else over for a in ARCHITECTURES]
     console = out_console()
+    if max_tiers is not None and gpus is None:
+        raise ConfigError("--max-tiers applies to --gpus only (the most Clos tiers it may use)")
     if gpus is not None:
         speeds = port or list(STANDARD_PORT_SPEEDS_GBPS)
         rows = [
@@ -83,10 +92,13 @@ def scale(
                 c,
                 port_speeds_gbps=speeds,
                 architectures=(*archs, "clos-ntier"),
-                max_tiers=max_tiers,
+                max_tiers=4 if max_tiers is None else max_tiers,
                 ocs_ports=ocs_ports,
             )
         ]
+        if plot is not None:
+            sizing = sizing_table(chips, speeds, architectures=archs, ocs_ports=ocs_ports)
+            _write_plot(sizing, plot, gpus, quiet=json_out)
         if json_out:
             emit_json(rows)
             return
@@ -107,11 +119,7 @@ def scale(
     speeds = port or list(DEFAULT_PORT_SPEEDS_GBPS)
     rows = sizing_table(chips, speeds, architectures=archs, ocs_ports=ocs_ports)
     if plot is not None:
-        from lumoscore.hardware.plot import plot_scalability
-
-        written = plot_scalability(rows, plot)
-        if not json_out:
-            console.print(f"wrote {written}")
+        _write_plot(rows, plot, None, quiet=json_out)
     if json_out:
         emit_json(rows)
         return
@@ -125,6 +133,14 @@ def scale(
         for s in speeds:
             table.add_row(f"{c:g}T", f"{s:g}G", *[_fmt_k(by[a, c, s]) for a in archs])
     console.print(table)
+
+
+def _write_plot(rows: list[SizingRow], plot: Path, gpus: int | None, *, quiet: bool) -> None:
+    from lumoscore.hardware.plot import plot_scalability
+
+    written = plot_scalability(rows, plot, target_gpus=gpus)
+    if not quiet:
+        out_console().print(f"wrote {written}")
 
 
 def register(app: typer.Typer) -> None:

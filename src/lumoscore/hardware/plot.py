@@ -15,10 +15,13 @@ __all__ = ["plot_scalability"]
 _DPI = 150
 
 
-def plot_scalability(rows: Sequence[SizingRow], path: str | Path) -> Path:
+def plot_scalability(
+    rows: Sequence[SizingRow], path: str | Path, *, target_gpus: int | None = None
+) -> Path:
     """Write the max-GPUs-versus-port-speed chart of ``rows`` to ``path`` (PNG, SVG or PDF).
 
-    One panel per chip capacity, one line per architecture, log-scaled GPU axis. The file is
+    One panel per chip capacity, one line per architecture, log-scaled GPU axis;
+    ``target_gpus`` adds a dashed line at that cluster size (``lumos scale --gpus``). The file is
     written atomically and byte-for-byte reproducibly (:func:`lumoscore.figures.save_figure`);
     a missing folder is created.
 
@@ -60,6 +63,9 @@ def plot_scalability(rows: Sequence[SizingRow], path: str | Path) -> Path:
         ax.set_xlabel("per-port speed (Gb/s)")
         ax.set_title(f"{chip:g} Tb/s switch chip")
         ax.grid(True, which="major", alpha=0.3)
+        if target_gpus is not None:
+            ax.axhline(target_gpus, color="black", linestyle="--", linewidth=1,
+                       label=f"{target_gpus:,} GPUs")  # fmt: skip
     axes[0].set_ylabel("maximum GPUs")
     axes[-1].legend(fontsize=8)
     fig.tight_layout()
