@@ -6,6 +6,7 @@ import base64
 import itertools
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -138,3 +139,37 @@ def test_identical_runs_give_byte_identical_reports(tmp_path: Path) -> None:
         assert (outs[0] / rel).read_bytes() == (outs[1] / rel).read_bytes(), rel
     timings = (outs[0] / "report" / "timings.csv").read_text()
     assert "wall_s" in timings and "wall_s" not in (outs[0] / "report/report.html").read_text()
+
+
+def test_report_of_part_of_an_experiment_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run of experiment.json without a stored result (deleted, or a sweep not yet finished)
+    is named on stderr and in the report's header; `lumos run` then runs just that one."""
+    exp = tmp_path / "e.toml"
+    exp.write_text(
+        'name = "e"\ngpus = 256\narchitectures = ["best", "clos-51.2T-3tier"]\njobs = 6\n'
+    )
+    out = tmp_path / "store"
+    with pytest.raises(SystemExit) as info:
+        main(["run", str(exp), "--out", str(out), "--workers", "1", "--no-report"])
+    assert info.value.code in (0, None)
+    store = ResultStore(out)
+    stored = store.keys()
+    clos = next(k for k in stored if store.info(k)["config"]["arch"] != "best")
+    shutil.rmtree(store.run_dir(clos))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:
+        main(["report", str(out)])
+    assert info.value.code in (0, None)
+    err = capsys.readouterr().err
+    assert err.startswith("lumos: warning: ") and err.count("\n") == 1
+    assert "1 run(s) of its experiment.json are not stored" in err
+    assert "arch=clos-51.2T-3tier, gpus=256, seed=1" in err
+    md = (out / "report" / "summary.md").read_text()
+    assert "1 of its 2 runs are not stored, e.g. arch=clos-51.2T-3tier" in md
+    with pytest.raises(SystemExit) as info:
+        main(["run", str(exp), "--out", str(out), "--workers", "1"])
+    assert info.value.code in (0, None)
+    assert len(ResultStore(out).keys()) == 2 and "not stored" not in capsys.readouterr().err
+    assert "not stored" not in (out / "report" / "summary.md").read_text()

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from lumoscore.cli._common import JsonOption, emit_json, folder_path, table_console
+from lumoscore.errors import LumosError
+from lumoscore.experiments.config import RunConfig
 
 __all__ = ["register", "report"]
 
@@ -42,6 +47,16 @@ def report(
     from lumoscore.report import build_report, load_runs, save_report
 
     runs = load_runs(directory)
+    expected, unstored = _unstored(directory)
+    if unstored:
+        runs = dataclasses.replace(runs, unstored=_describe(unstored, expected))
+        Console(stderr=True).print(
+            f"lumos: warning: {directory}: {len(unstored)} run(s) of its experiment.json are "
+            f"not stored (e.g. {runs.unstored[0]}); the report covers the {len(runs.keys)} "
+            "stored. `lumos run` with the same experiment and --out runs the rest",
+            highlight=False,
+            soft_wrap=True,
+        )
     rep = build_report(runs)
     out_dir = out if out is not None else directory / "report"
     paths = save_report(rep, out_dir)
@@ -68,6 +83,33 @@ def report(
     console.print(table)
     console.print(f"wrote {len(paths)} files to {out_dir}: {', '.join(sorted(paths))}")
     console.print(f"report: {paths['report.html']}")
+
+
+def _unstored(directory: Path) -> tuple[list[RunConfig], list[RunConfig]]:
+    """The runs ``directory/experiment.json`` describes, and those of them that have no stored
+    result; none when there is no readable experiment document (a store made otherwise)."""
+    from lumoscore.experiments.presets import experiment_runs
+    from lumoscore.experiments.store import ResultStore
+
+    try:
+        doc = json.loads((directory / "experiment.json").read_text(encoding="utf-8"))
+        expected = experiment_runs(doc)
+    except (OSError, ValueError, TypeError, LumosError):
+        return [], []
+    return expected, ResultStore(directory).unstored(expected)
+
+
+def _describe(runs: list[RunConfig], among: list[RunConfig]) -> tuple[str, ...]:
+    """Each of ``runs`` as ``arch=..., gpus=..., <fields that vary in among>, seed=...``."""
+    from lumoscore.experiments.store import flatten
+
+    every = [flatten(r.model_dump()) for r in among]
+    shown = ["arch", "gpus"]
+    shown += [
+        c for c in every[0] if c not in (*shown, "seed") and len({repr(r[c]) for r in every}) > 1
+    ]
+    rows = [flatten(r.model_dump()) for r in runs]
+    return tuple(", ".join(f"{c}={r[c]}" for c in (*shown, "seed")) for r in rows)
 
 
 def register(app: typer.Typer) -> None:

@@ -78,6 +78,7 @@ __all__ = [
     "PAPER_PRESETS",
     "PaperPreset",
     "TaskOutput",
+    "experiment_runs",
     "get_preset",
     "preset_document",
     "preset_experiments",
@@ -457,6 +458,23 @@ def preset_runs(parts: Sequence[ExperimentConfig]) -> list[RunConfig]:
         for run in expand(part):
             seen.setdefault(run.model_dump_json(), run)
     return list(seen.values())
+
+
+def experiment_runs(doc: Mapping[str, Any]) -> list[RunConfig]:
+    """The runs an ``experiment.json`` document of a result store describes: an experiment
+    (``lumos run FILE``) or a simulation preset's parts (:func:`preset_document`).
+
+    Raises pydantic's ``ValidationError`` for a document that is neither.
+
+    Examples
+    --------
+    >>> doc = preset_document(get_preset("fig8ab"), preset_experiments(get_preset("fig8ab")))
+    >>> len(experiment_runs(doc)) == len(preset_runs(preset_experiments(get_preset("fig8ab"))))
+    True
+    """
+    if "parts" in doc:
+        return preset_runs([ExperimentConfig.model_validate(p) for p in doc["parts"]])
+    return expand(ExperimentConfig.model_validate(doc))
 
 
 # -- task presets ------------------------------------------------------------------------------

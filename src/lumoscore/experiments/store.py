@@ -297,6 +297,26 @@ class ResultStore:
             return []
         return sorted(p.parent.name for p in runs.glob("*/run.json"))
 
+    def unstored(self, runs: Iterable[RunConfig]) -> list[RunConfig]:
+        """The runs of ``runs`` with no complete result in the store, whatever code made the
+        stored ones (compared by run config, not by key), in the order given.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> store = ResultStore(tempfile.mkdtemp())
+        >>> [r.arch for r in store.unstored([RunConfig(arch="best", gpus=256, seed=1)])]
+        ['best']
+        """
+        stored = set()
+        for key in self.keys():
+            try:
+                config = RunConfig.model_validate(self.info(key)["config"])
+            except (StoreError, KeyError, TypeError, ValueError):
+                continue  # damaged or of another schema: not a result of any of these runs
+            stored.add(config.model_dump_json())
+        return [r for r in runs if r.model_dump_json() not in stored]
+
     # -- writing ----------------------------------------------------------------------------
     def put(self, key: str, run_config: RunConfig, result: SimResult) -> str:
         """Store ``result`` of ``run_config`` under ``key`` and rewrite the index.

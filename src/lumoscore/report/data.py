@@ -37,6 +37,9 @@ class RunSet:
     queues: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     infos: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     name: str = "experiment"
+    #: The experiment's runs that have no stored result (e.g. ``"arch=clos-51.2T-3tier,
+    #: gpus=256, seed=1"``): the report then covers part of the experiment and says so.
+    unstored: tuple[str, ...] = ()
 
     @property
     def keys(self) -> list[str]:

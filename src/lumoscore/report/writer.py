@@ -116,6 +116,12 @@ def build_report(runs: RunSet, *, reference: Mapping[str, Any] | None = None) ->
     if "seed" in index.columns:
         header["seeds"] = _values_text(_unique(index["seed"]))
     header["runs"] = str(len(index))
+    if runs.unstored:
+        n = len(runs.unstored)
+        header["runs"] += (
+            f" (part of the experiment: {n} of its {n + len(index)} runs are not stored, e.g. "
+            f"{runs.unstored[0]})"
+        )
     for p in varying:
         if p != "gpus":
             header[f"swept: {p}"] = _values_text(_unique(index[p]))
