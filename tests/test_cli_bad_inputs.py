@@ -284,6 +284,29 @@ def test_an_output_path_that_is_a_folder_or_under_a_file_is_named(tmp_path: Path
     assert {p.name for p in (tmp_path / "d.json").iterdir()} == set()
 
 
+def test_an_output_of_several_files_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    """A folder in the way of one of a command's files leaves none of them written (simulate
+    --out, report --out), and lumos run refuses it before it simulates anything."""
+    sim, rep, store = tmp_path / "sim", tmp_path / "rep", tmp_path / "store"
+    (sim / "summary.json").mkdir(parents=True)
+    argv = ["simulate", "--gpus", "256", "--preset", "lumoscore-published", "--jobs", "3"]
+    code, _, err = invoke([*argv, "--out", str(sim)])
+    assert_one_line_error(code, err)
+    assert "summary.json: is a directory" in err and files_in(sim) == {"summary.json"}
+    exp = tmp_path / "e.toml"
+    exp.write_text('architectures = ["best"]\ngpus = 256\njobs = 3\n')
+    (store / "summary.csv").mkdir(parents=True)
+    code, _, err = invoke(["run", str(exp), "--out", str(store), "--workers", "1"])
+    assert_one_line_error(code, err)
+    assert "summary.csv: is a directory" in err and files_in(store) == {"summary.csv"}
+    (store / "summary.csv").rmdir()
+    assert invoke(["run", str(exp), "--out", str(store), "--workers", "1", "--no-report"])[0] == 0
+    (rep / "summary.md").mkdir(parents=True)
+    code, _, err = invoke(["report", str(store), "--out", str(rep)])
+    assert_one_line_error(code, err)
+    assert "summary.md: is a directory" in err and files_in(rep) == {"summary.md"}
+
+
 def test_empty_traffic_files_are_one_line(tmp_path: Path) -> None:
     import numpy as np
 

@@ -13,13 +13,21 @@ import math
 import os
 import secrets
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from lumoscore.errors import ConfigError
 
-__all__ = ["atomic_write", "atomic_write_text", "finite_json", "json_text", "read_text"]
+__all__ = [
+    "atomic_write",
+    "atomic_write_files",
+    "atomic_write_text",
+    "check_targets",
+    "finite_json",
+    "json_text",
+    "read_text",
+]
 
 
 def read_text(path: str | os.PathLike[str], *, what: str) -> str:
@@ -77,16 +85,7 @@ def atomic_write(
     'hi'
     """
     target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        what = "is a file, not a directory" if directory.exists() else "does not exist"
-        raise error(f"{target}: directory {directory} {what}")
-    if target.is_dir():
-        raise error(f"{target}: is a directory; give a file name")
-    tmp = _create_temp(directory, target.name)
-    with contextlib.suppress(OSError):
-        # Keep the mode of a file being replaced; new files get 0o666 minus the umask.
-        os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+    tmp = _temp_for(target, error)
     try:
         write(tmp)
         os.replace(tmp, target)
@@ -95,6 +94,81 @@ def atomic_write(
             tmp.unlink()
         raise
     return target
+
+
+def _checked_folder(target: Path, error: type[Exception]) -> Path:
+    """The folder of ``target``; ``error`` naming ``target`` when that folder is missing or
+    ``target`` is a folder."""
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        what = "is a file, not a directory" if directory.exists() else "does not exist"
+        raise error(f"{target}: directory {directory} {what}")
+    if target.is_dir():
+        raise error(f"{target}: is a directory; give a file name")
+    return directory
+
+
+def _temp_for(target: Path, error: type[Exception]) -> Path:
+    """An empty temporary file next to ``target``, with the mode of the file it replaces."""
+    tmp = _create_temp(_checked_folder(target, error), target.name)
+    with contextlib.suppress(OSError):
+        # Keep the mode of a file being replaced; new files get 0o666 minus the umask.
+        os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+    return tmp
+
+
+def check_targets(paths: Iterable[Path], *, error: type[Exception] = ConfigError) -> None:
+    """Raise ``error`` for the first of ``paths`` that :func:`atomic_write` would refuse (its
+    folder missing, or a folder at the path): a command that writes files at its end checks
+    them before its work, not after.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> check_targets([Path(tempfile.mkdtemp()) / "summary.csv"])
+    """
+    for target in paths:
+        _checked_folder(Path(target), error)
+
+
+def atomic_write_files(
+    files: Mapping[Path, str | bytes], *, error: type[Exception] = ConfigError
+) -> list[Path]:
+    """Write several files together: every target is checked, then every content is written
+    to a temporary file, and only then are they all moved into place.
+
+    A folder at one of the paths, a missing folder or a failed write (a full disk) leaves
+    every target as it was: an output of several files is never left with some of them new.
+    ``str`` contents are written as UTF-8. Returns the paths, in the order given.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> (d / "b.txt").mkdir()
+    >>> atomic_write_files({d / "a.txt": "A", d / "b.txt": "B"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lumoscore.errors.ConfigError: .../b.txt: is a directory; give a file name
+    >>> (d / "a.txt").exists()
+    False
+    """
+    targets = [Path(p) for p in files]
+    check_targets(targets, error=error)
+    written: list[tuple[Path, Path]] = []
+    try:
+        for target, text in zip(targets, files.values(), strict=True):
+            tmp = _temp_for(target, error)
+            written.append((tmp, target))
+            tmp.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+        for tmp, target in written:
+            os.replace(tmp, target)
+    except BaseException:
+        for tmp, _ in written:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        raise
+    return targets
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str | bytes) -> Path:

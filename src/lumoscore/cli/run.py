@@ -298,6 +298,7 @@ def run(
         _list_runs(name, runs, store, json_out=json_out)
         return
     out_dir.mkdir(parents=True, exist_ok=True)
+    _check_outputs(out_dir, report=report)
     atomic_write_text(out_dir / "experiment.json", json.dumps(doc, indent=2, allow_nan=True) + "\n")
     err = Console(stderr=True)
     try:
@@ -513,6 +514,20 @@ def _fmt_cell(value: Any) -> str:
     if isinstance(value, float):
         return "-" if not math.isfinite(value) else f"{value:.4g}"
     return str(value)
+
+
+def _check_outputs(out_dir: Path, *, report: bool) -> None:
+    """Refuse, before any run, the files written at the end that cannot be (a folder in the
+    way of ``summary.csv``, a file named ``report``): not after an hour of simulation."""
+    from lumoscore.fileio import check_targets
+
+    names = ["experiment.json", "summary.csv", "index.csv", "index.parquet"]
+    folder = out_dir / "report"
+    if report and folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{folder}: is a file; the report is written into a folder of that name")
+    if report and folder.is_dir():
+        names += [f"report/{n}" for n in ("report.html", "summary.md", "summary.csv", "runs.csv")]
+    check_targets(out_dir / n for n in names)
 
 
 def _write_report(out_dir: Path) -> Path | None:

@@ -72,7 +72,7 @@ from lumoscore.experiments.vclos import (
     run_vclos_table6,
     run_vclos_table7,
 )
-from lumoscore.fileio import atomic_write_text
+from lumoscore.fileio import atomic_write_files, atomic_write_text
 
 __all__ = [
     "PAPER_PRESETS",
@@ -481,11 +481,10 @@ def experiment_runs(doc: Mapping[str, Any]) -> list[RunConfig]:
 
 
 def _write_table(out_dir: Path, stem: str, rows: Sequence[Mapping[str, Any]]) -> list[Path]:
-    """``<stem>.csv`` and ``<stem>.md`` of ``rows`` (atomically)."""
+    """``<stem>.csv`` and ``<stem>.md`` of ``rows`` (both or neither)."""
     import pandas as pd
 
     frame = pd.DataFrame(list(rows))
-    csv = atomic_write_text(out_dir / f"{stem}.csv", frame.to_csv(index=False))
 
     def cell(v: Any) -> str:
         if isinstance(v, float):
@@ -497,7 +496,8 @@ def _write_table(out_dir: Path, stem: str, rows: Sequence[Mapping[str, Any]]) ->
         "| " + " | ".join("---" for _ in frame.columns) + " |",
         *("| " + " | ".join(cell(v) for v in r) + " |" for r in frame.itertuples(index=False)),
     ]
-    md = atomic_write_text(out_dir / f"{stem}.md", "\n".join(lines) + "\n")
+    csv, md = out_dir / f"{stem}.csv", out_dir / f"{stem}.md"
+    atomic_write_files({csv: frame.to_csv(index=False), md: "\n".join(lines) + "\n"})
     return [csv, md]
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from lumoscore.errors import ConfigError
-from lumoscore.fileio import atomic_write_text
+from lumoscore.fileio import atomic_write_files
 from lumoscore.pools import worker_pool
 from lumoscore.report.data import RunSet, load_runs
 from lumoscore.report.html import HtmlFigure, render_html
@@ -251,32 +251,29 @@ def save_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
 
     Names: ``summary.md``, ``summary.csv``, ``runs.csv``, ``<stem>.png`` and ``<stem>.svg`` for
     every figure, ``report.html`` and ``timings.csv`` (the runs' wall-clock times, kept out of
-    every other file). Every file is written atomically; all but ``timings.csv`` are
-    byte-identical for identical runs.
+    every other file). The files are written together
+    (:func:`~lumoscore.fileio.atomic_write_files`: one that cannot be written leaves every one
+    as it was); all but ``timings.csv`` are byte-identical for identical runs.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths: dict[str, Path] = {}
+    files: dict[str, str | bytes] = {}
     html_figs = []
     for f, (png, svg) in zip(report.figures, render_figures(report.figures), strict=True):
-        paths[f"{f.stem}.png"] = atomic_write_text(out / f"{f.stem}.png", png)
-        paths[f"{f.stem}.svg"] = atomic_write_text(out / f"{f.stem}.svg", svg)
+        files[f"{f.stem}.png"] = png
+        files[f"{f.stem}.svg"] = svg
         html_figs.append(HtmlFigure(f.stem, f.title, f.caption, png))
     # wall-clock times differ between identical runs: they go to timings.csv only, so that
     # every other file is byte-identical for identical input
     timing = [c for c in report.runs.columns if _is_timing(str(c))]
     ids = [c for c in ("key", "arch", "gpus", "seed") if c in report.runs.columns]
-    paths["timings.csv"] = atomic_write_text(out / "timings.csv", to_csv(report.runs[ids + timing]))
+    files["timings.csv"] = to_csv(report.runs[ids + timing])
     summary, runs = _without_timings(report.summary), _without_timings(report.runs)
     definitions = column_definitions(summary.columns)
-    paths["summary.csv"] = atomic_write_text(
-        out / "summary.csv", to_csv(_without_timings(report.aggregate))
-    )
-    paths["runs.csv"] = atomic_write_text(out / "runs.csv", to_csv(runs))
-    paths["summary.md"] = atomic_write_text(
-        out / "summary.md", _markdown(report, summary, definitions) + "\n"
-    )
-    page = render_html(
+    files["summary.csv"] = to_csv(_without_timings(report.aggregate))
+    files["runs.csv"] = to_csv(runs)
+    files["summary.md"] = _markdown(report, summary, definitions) + "\n"
+    files["report.html"] = render_html(
         f"LumosCore report: {report.name}",
         report.header,
         summary,
@@ -284,8 +281,8 @@ def save_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
         extra_tables={"Runs": runs},
         definitions=definitions,
     )
-    paths["report.html"] = atomic_write_text(out / "report.html", page)
-    return paths
+    atomic_write_files({out / name: data for name, data in files.items()})
+    return {name: out / name for name in files}
 
 
 def write_report(store_dir: Path, out_dir: Path | None = None) -> Path:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from lumoscore.fileio import atomic_write_text, json_text
+from lumoscore.fileio import atomic_write_files, json_text
 from lumoscore.workload.job import Job
 
 __all__ = [
@@ -272,21 +272,21 @@ class SimResult:
     def write(self, out_dir: str | Path, *, manifest: dict[str, Any] | None = None) -> Path:
         """Write ``jobs.parquet``, ``jobs.csv``, ``queue.csv``, ``link_events.csv`` (with link
         failures), ``summary.json`` and ``timings.json`` (the wall-clock times,
-        :data:`TIMING_STATS`: all other files are the same bytes for the same input)
-        atomically."""
+        :data:`TIMING_STATS`: all other files are the same bytes for the same input), together
+        (:func:`~lumoscore.fileio.atomic_write_files`: all of them or none)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         import io
 
         buf = io.BytesIO()
         self.jobs.to_parquet(buf, index=False)
-        atomic_write_text(out / "jobs.parquet", buf.getvalue())
-        atomic_write_text(out / "jobs.csv", self.jobs.to_csv(index=False).encode())
-        atomic_write_text(out / "queue.csv", self.queue.to_csv(index=False).encode())
+        files: dict[Path, str | bytes] = {
+            out / "jobs.parquet": buf.getvalue(),
+            out / "jobs.csv": self.jobs.to_csv(index=False),
+            out / "queue.csv": self.queue.to_csv(index=False),
+        }
         if not self.link_events.empty:
-            atomic_write_text(
-                out / "link_events.csv", self.link_events.to_csv(index=False).encode()
-            )
+            files[out / "link_events.csv"] = self.link_events.to_csv(index=False)
         # wall-clock times apart: the other files are the same bytes for the same input
         timings = {k: self.stats[k] for k in TIMING_STATS if k in self.stats}
         doc = {
@@ -295,6 +295,7 @@ class SimResult:
             "stats": {k: v for k, v in self.stats.items() if k not in TIMING_STATS},
             **({"manifest": manifest} if manifest else {}),
         }
-        atomic_write_text(out / "summary.json", json_text(doc))
-        atomic_write_text(out / "timings.json", json_text(timings))
+        files[out / "summary.json"] = json_text(doc)
+        files[out / "timings.json"] = json_text(timings)
+        atomic_write_files(files)
         return out
