@@ -72,6 +72,13 @@ def test_scale_inverse_question(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert [r["tiers"] for r in ntier] == [4, 3]
 
 
+def test_unbuildable_cells_are_marked(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["scale", "--chip", "0.4", "--port", "200"], capsys)
+    assert code == 0 and "not buildable" in out and "tau" in out
+    row = next(line for line in out.splitlines() if "0.4T" in line)
+    assert row.split("│")[6].strip() == "-" and row.split("│")[7].strip() == "512"
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

@@ -121,6 +121,23 @@ def test_reach_unreachable() -> None:
     assert by["clos-2tier"].port_gbps is None and by["clos-ntier"].tiers is None
 
 
+def test_switches_an_architecture_cannot_be_built_from_give_zero() -> None:
+    """A 2-port chip (0.4T at 200G) has K = 1, which tau = 2 does not divide; a 3-port chip
+    (0.6T at 200G) has no even down/up split. Their cells are 0, the rest of the table is as
+    usual, and the inverse question finds no speed for them."""
+    rows = sizing_table([0.4, 0.6, 12.8], [200])
+    by = {(r.architecture, r.chip_tbps): r.max_gpus for r in rows}
+    assert by["lumoscore-tau2", 0.4] == 0 and by["lumoscore-tau1", 0.4] == 512
+    assert by["clos-2tier", 0.4] == clos_max_gpus(2, 2)
+    assert all(by[a, 0.6] == 0 for a in ("clos-2tier", "clos-3tier", "lumoscore-tau1"))
+    assert by["lumoscore-tau2", 12.8] == max_gpus("lumoscore-tau2", 12.8, 200)
+    found = {r.architecture: r for r in reach(8, 0.4, port_speeds_gbps=[200])}
+    assert found["lumoscore-tau2"].port_gbps is None
+    assert found["lumoscore-tau1"].port_gbps == 200
+    with pytest.raises(ConfigError, match="tau"):
+        max_gpus("lumoscore-tau2", 0.4, 200)  # the single question stays an error
+
+
 @pytest.mark.parametrize(
     ("call", "needle"),
     [

@@ -25,13 +25,15 @@ __all__ = ["register"]
 
 
 def _fmt_k(n: int) -> str:
-    """A GPU count for the table: exact below 10,000, else thousands with a ``k``.
+    """A GPU count for the table: exact below 10,000, else thousands with a ``k``; ``""`` for 0.
 
     Examples
     --------
-    >>> [_fmt_k(n) for n in (32, 8192, 65536, 4194304)]
-    ['32', '8,192', '65.5k', '4,194k']
+    >>> [_fmt_k(n) for n in (32, 8192, 65536, 4194304, 0)]
+    ['32', '8,192', '65.5k', '4,194k', '']
     """
+    if n == 0:
+        return ""
     if n < 10_000:
         return f"{n:,}"
     return f"{n / 1000:.1f}k" if n < 1_000_000 else f"{n / 1000:,.0f}k"
@@ -131,7 +133,12 @@ def scale(
     by = {(r.architecture, r.chip_tbps, r.port_gbps): r.max_gpus for r in rows}
     for c in chips:
         for s in speeds:
-            table.add_row(f"{c:g}T", f"{s:g}G", *[_fmt_k(by[a, c, s]) for a in archs])
+            table.add_row(f"{c:g}T", f"{s:g}G", *[_fmt_k(by[a, c, s]) or "-" for a in archs])
+    if not all(r.max_gpus for r in rows):
+        table.caption = (
+            "-: not buildable from such switches (an odd port count; LumosCore: ports / 2 "
+            "not a multiple of tau)"
+        )
     console.print(table)
 
 

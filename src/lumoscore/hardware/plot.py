@@ -20,7 +20,8 @@ def plot_scalability(
 ) -> Path:
     """Write the max-GPUs-versus-port-speed chart of ``rows`` to ``path`` (PNG, SVG or PDF).
 
-    One panel per chip capacity, one line per architecture, log-scaled GPU axis;
+    One panel per chip capacity, one line per architecture (leaving out the speeds it cannot
+    be built at, ``max_gpus == 0``), log-scaled GPU axis;
     ``target_gpus`` adds a dashed line at that cluster size (``lumos scale --gpus``). The file is
     written atomically and byte-for-byte reproducibly (:func:`lumoscore.figures.save_figure`);
     a missing folder is created.
@@ -49,7 +50,7 @@ def plot_scalability(
             pts = sorted(
                 (r.port_gbps, r.max_gpus)
                 for r in rows
-                if r.chip_tbps == chip and r.architecture == arch
+                if r.chip_tbps == chip and r.architecture == arch and r.max_gpus > 0
             )
             if not pts:
                 continue

@@ -239,7 +239,10 @@ def sizing_table(
 ) -> list[SizingRow]:
     """The paper's Table 1 for any chips, port speeds and OCS port count.
 
-    Rows are ordered by architecture, then chip, then port speed.
+    Rows are ordered by architecture, then chip, then port speed. ``max_gpus`` is 0 where the
+    architecture cannot be built from such switches: an odd number of ports (no even
+    down/up split), or LumosCore with ``radix / 2`` not a multiple of ``tau`` (every leaf has
+    ``tau`` links to each spine).
 
     Examples
     --------
@@ -253,11 +256,22 @@ def sizing_table(
     if not speeds:
         raise ConfigError("at least one port speed is required")
     return [
-        SizingRow(arch, chip, speed, max_gpus(arch, chip, speed, ocs_ports=ocs_ports))
+        SizingRow(arch, chip, speed, _max_or_zero(arch, chip, speed, ocs_ports))
         for arch in architectures
         for chip in chips
         for speed in speeds
     ]
+
+
+def _max_or_zero(architecture: str, chip_tbps: float, port_gbps: float, ocs_ports: int) -> int:
+    """:func:`max_gpus`, or 0 where the architecture cannot be built from such switches (an odd
+    port count, or a LumosCore ``radix / 2`` that ``tau`` does not divide); a speed that does
+    not split the chip into whole ports stays an error."""
+    kind, _, _, tau = _parse_architecture(architecture)
+    r = radix(chip_tbps, port_gbps)
+    if r % 2 or (kind == "lumoscore" and (r // 2) % tau):
+        return 0
+    return max_gpus(architecture, chip_tbps, port_gbps, ocs_ports=ocs_ports)
 
 
 @dataclass(frozen=True)
@@ -322,7 +336,7 @@ def reach(
                         break
             else:
                 _, tiers, _, _ = _parse_architecture(arch)
-                size = max_gpus(arch, chip_tbps, speed, ocs_ports=ocs_ports)
+                size = _max_or_zero(arch, chip_tbps, speed, ocs_ports)
                 if size >= target_gpus:
                     found = Reach(arch, chip_tbps, target_gpus, speed, tiers or 3, size)
             if found:
