@@ -79,6 +79,10 @@ def test_sweep_json_rows(capsys: pytest.CaptureFixture[str]) -> None:
         ("[[jobs]]\nkind = 'ps'\nmodel = '7B'\ndegree = 2\n", "allowed ['1B', '3B', '8B', '90B']"),
         ("[workload]\ndegree_min = 5\ndegree_max = 2\n", "degree_min"),
         ("[compute]\nefficiency = 2\n", "compute.efficiency"),
+        ("[network]\nreconfig_us = inf\n", "network.reconfig_us: Input should be a finite"),
+        ("[network]\nreconfig_us = nan\n", "network.reconfig_us: Input should be a finite"),
+        ("[network]\nport_gbps = inf\n", "network.port_gbps: Input should be a finite"),
+        ("[compute]\ngpu_tflops = inf\n", "compute.gpu_tflops: Input should be a finite"),
         ("seed = [\n", "invalid TOML"),
     ],
 )

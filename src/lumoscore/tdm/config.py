@@ -42,7 +42,7 @@ KindName = Literal["ps", "rar", "alltoall"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class NetworkConfig(_Strict):
@@ -153,7 +153,7 @@ class SolverConfig(_Strict):
 
     max_iters: int | None = Field(None, ge=0)
     ilp: bool = False
-    ilp_time_limit_s: float = Field(60.0, gt=0)
+    ilp_time_limit_s: float = Field(60.0, gt=0, allow_inf_nan=True)  # inf: no limit
 
 
 class TdmConfig(_Strict):
