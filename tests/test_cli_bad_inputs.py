@@ -247,6 +247,24 @@ def test_a_job_that_can_never_fit_is_an_error_or_skipped_with_a_warning(
     assert '"skipped_oversized": 1' in out and '"jobs": 1' in out
 
 
+def test_lumos_run_checks_its_trace_files_before_it_runs(tmp_path: Path) -> None:
+    """A trace file that cannot be read, or with jobs larger than a run's cluster, is one line
+    naming the experiment file and the run, before any run starts (no store is made)."""
+    trace = Path(__file__).resolve().parents[1] / "examples" / "traces" / "lumoscore-paper-50.csv"
+    exp = tmp_path / "e.toml"
+    exp.write_text(f'architectures = ["best"]\ngpus = [64, 4096]\n[trace]\nfile = "{trace}"\n')
+    out = tmp_path / "store"
+    code, _, err = invoke(["run", str(exp), "--out", str(out), "--workers", "1"])
+    assert_one_line_error(code, err)
+    assert f"{exp}: run arch=best, gpus=64: trace.file: 27 jobs need more GPUs" in err
+    assert "skip-oversized" not in err and not out.exists()
+    (tmp_path / "bad.csv").write_text("job_id,arrival_s\n1,abc\n")
+    exp.write_text('architectures = ["best"]\ngpus = 64\n[trace]\nfile = "bad.csv"\n')
+    code, _, err = invoke(["run", str(exp), "--out", str(out), "--workers", "1"])
+    assert_one_line_error(code, err)
+    assert "bad.csv: column gpus: missing column" in err and not out.exists()
+
+
 def test_jobs_left_waiting_when_the_run_ends_are_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -211,7 +211,12 @@ def run(
     only the missing ones. Prints a summary table (mean/p50/p99 of JRT, JWT, JCT and the JCT
     slowdown against Best) and writes index.csv/index.parquet and a report into the store.
     """
-    from lumoscore.experiments.config import DEFAULT_EXPERIMENT, expand, load_experiment
+    from lumoscore.experiments.config import (
+        DEFAULT_EXPERIMENT,
+        check_trace_files,
+        expand,
+        load_experiment,
+    )
     from lumoscore.experiments.runner import run_sweep
     from lumoscore.experiments.store import ResultStore
     from lumoscore.experiments.summary import write_summary
@@ -290,6 +295,10 @@ def run(
             config, out=out, jobs=jobs, eps=eps, gpus=gpus, exposure=exposure, seeds=seeds
         )
         runs = expand(config)
+        try:
+            check_trace_files(runs)
+        except ConfigError as exc:
+            raise ConfigError(f"{file}: {exc}" if file is not None else str(exc)) from None
         name = config.name
         out_dir = config.output_dir()
         doc = config.model_dump(mode="json")

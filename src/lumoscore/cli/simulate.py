@@ -226,7 +226,10 @@ def simulate(
     else:
         assert preset is not None
         tr = generate_trace(preset, jobs, seed=seed, cluster_gpus=gpus, beta_s=beta, load=load)
-    job_list, skipped = fitting_jobs(tr, gpus, skip=skip_oversized)
+    try:
+        job_list, skipped = fitting_jobs(tr, gpus, skip=skip_oversized)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; use a larger --gpus or skip them (--skip-oversized)") from None
     if skipped:
         shown = ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else "")
         sys.stderr.write(

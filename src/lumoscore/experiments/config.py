@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -66,6 +66,7 @@ __all__ = [
     "FailureConfig",
     "RunConfig",
     "TraceConfig",
+    "check_trace_files",
     "expand",
     "experiment_from_dict",
     "format_validation_error",
@@ -707,6 +708,35 @@ def expand(config: ExperimentConfig) -> list[RunConfig]:
                     raise ConfigError(f"run {what}: {format_validation_error(exc)}") from None
                 seen.setdefault(run.model_dump_json(), run)
     return list(seen.values())
+
+
+def check_trace_files(runs: Sequence[RunConfig]) -> None:
+    """Read every trace file of ``runs`` once and check that each run's cluster holds every
+    job of its file: such problems are the same for every seed and are told before anything
+    runs, not as failed runs at the end.
+
+    Raises
+    ------
+    ConfigError
+        A file that cannot be read or parsed (the reader's message names the file, line and
+        column), or ``run arch=..., gpus=...: trace.file: <n> jobs need more GPUs ...``.
+    """
+    from lumoscore.workload import fitting_jobs, read_trace
+
+    traces: dict[str, Any] = {}
+    for run in runs:
+        name = run.trace.file
+        if name is None:
+            continue
+        if name not in traces:
+            traces[name] = read_trace(name)
+        try:
+            fitting_jobs(traces[name], run.gpus)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"run arch={run.arch}, gpus={run.gpus}: trace.file: {exc} ({name}; a larger "
+                "`gpus`, or a trace without them)"
+            ) from None
 
 
 def load_experiment(path: str | Path) -> ExperimentConfig:

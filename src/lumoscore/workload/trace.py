@@ -703,7 +703,7 @@ def fitting_jobs(
     >>> fitting_jobs(t, 32)
     Traceback (most recent call last):
     ...
-    lumoscore.errors.ConfigError: 1 job needs more GPUs than the cluster's 32: job 1 (64 GPUs); ...
+    lumoscore.errors.ConfigError: 1 job needs more GPUs than the cluster's 32: job 1 (64 GPUs)
     """
     jobs = trace.jobs
     big = [j for j in jobs if j.gpus > cluster_gpus]
@@ -712,7 +712,6 @@ def fitting_jobs(
         more = f" and {len(big) - 5} more" if len(big) > 5 else ""
         noun = "job needs" if len(big) == 1 else "jobs need"
         raise ConfigError(
-            f"{len(big)} {noun} more GPUs than the cluster's {cluster_gpus}: {shown}{more}; "
-            "use a larger cluster or skip them (lumos simulate --skip-oversized)"
+            f"{len(big)} {noun} more GPUs than the cluster's {cluster_gpus}: {shown}{more}"
         )
     return tuple(j for j in jobs if j.gpus <= cluster_gpus), tuple(j.job_id for j in big)
