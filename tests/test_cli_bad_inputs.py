@@ -61,6 +61,7 @@ def _args(head: list[str], f: Path, tail: list[str], folder: Path) -> list[str]:
 
 #: The repository's example files.
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+TRACE50 = EXAMPLES / "traces" / "lumoscore-paper-50.csv"
 
 
 def invoke(argv: list[str]) -> tuple[int, str, str]:
@@ -177,6 +178,11 @@ def _simulate_512(arch: str, option: str) -> list[str]:
         (["trace", "import", ".", "--format", "helios", "--out", "t.csv"], "is a directory"),
         (_simulate_512("best", "gpus_per_server=0"), "gpus_per_server=0: must be >= 1"),
         (_simulate_512("lumoscore-51.2T-tau2", "backup=maybe"), "expected bool"),
+        (["simulate", "--trace", str(TRACE50), "--jobs", "3"], "--jobs: only with --preset"),
+        (
+            ["simulate", "--trace", str(TRACE50), "--jobs", "3", "--load", "0.5"],
+            "--jobs and --load: only with --preset",
+        ),
     ],
 )
 def test_listed_cases_get_one_line(
@@ -250,9 +256,8 @@ def test_a_job_that_can_never_fit_is_an_error_or_skipped_with_a_warning(
 def test_lumos_run_checks_its_trace_files_before_it_runs(tmp_path: Path) -> None:
     """A trace file that cannot be read, or with jobs larger than a run's cluster, is one line
     naming the experiment file and the run, before any run starts (no store is made)."""
-    trace = Path(__file__).resolve().parents[1] / "examples" / "traces" / "lumoscore-paper-50.csv"
     exp = tmp_path / "e.toml"
-    exp.write_text(f'architectures = ["best"]\ngpus = [64, 4096]\n[trace]\nfile = "{trace}"\n')
+    exp.write_text(f'architectures = ["best"]\ngpus = [64, 4096]\n[trace]\nfile = "{TRACE50}"\n')
     out = tmp_path / "store"
     code, _, err = invoke(["run", str(exp), "--out", str(out), "--workers", "1"])
     assert_one_line_error(code, err)

@@ -97,8 +97,9 @@ def simulate(
         ),
     ] = None,
     jobs: Annotated[
-        int, typer.Option("--jobs", min=1, help="Jobs to generate (with --preset).")
-    ] = 1000,
+        int | None,
+        typer.Option("--jobs", min=1, help="Jobs to generate (with --preset) [default: 1000]."),
+    ] = None,
     beta: Annotated[
         float | None, typer.Option("--beta", help="Mean inter-arrival time, s (with --preset).")
     ] = None,
@@ -207,8 +208,14 @@ def simulate(
 
     if (trace is None) == (preset is None):
         raise ConfigError("give exactly one of --trace FILE or --preset NAME")
-    if trace is not None and (beta is not None or load is not None):
-        raise ConfigError("--beta and --load apply to --preset traces only")
+    if trace is not None and (beta is not None or load is not None or jobs is not None):
+        given = [
+            n for n, v in (("--jobs", jobs), ("--beta", beta), ("--load", load)) if v is not None
+        ]
+        raise ConfigError(
+            f"{' and '.join(given)}: only with --preset (a trace file runs its own jobs at "
+            "its own arrival times)"
+        )
     if beta is not None and load is not None:
         raise ConfigError("give at most one of --beta and --load")
     from lumoscore.sim.link_failures import LinkFailureModel
@@ -221,11 +228,12 @@ def simulate(
         element=link_element,
     )
     fabric = make_fabric(arch, gpus, routing=routing, seed=seed, **options)
+    n = 1000 if jobs is None else jobs
     if trace is not None:
         tr = read_trace(trace)
     else:
         assert preset is not None
-        tr = generate_trace(preset, jobs, seed=seed, cluster_gpus=gpus, beta_s=beta, load=load)
+        tr = generate_trace(preset, n, seed=seed, cluster_gpus=gpus, beta_s=beta, load=load)
     try:
         job_list, skipped = fitting_jobs(tr, gpus, skip=skip_oversized)
     except ConfigError as exc:
@@ -267,7 +275,7 @@ def simulate(
         "gpus": gpus,
         "trace": str(trace)
         if trace
-        else {"preset": preset, "jobs": jobs, "beta_s": beta, "load": load},
+        else {"preset": preset, "jobs": n, "beta_s": beta, "load": load},
         "routing": routing,
         "placer": placer,
         "fabric_options": options,
