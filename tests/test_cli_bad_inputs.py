@@ -268,6 +268,9 @@ def test_lumos_run_checks_its_trace_files_before_it_runs(tmp_path: Path) -> None
     code, _, err = invoke(["run", str(exp), "--out", str(out), "--workers", "1"])
     assert_one_line_error(code, err)
     assert "bad.csv: column gpus: missing column" in err and not out.exists()
+    code, _, err = invoke(["run", str(exp), "--jobs", "5", "--dry-run"])
+    assert_one_line_error(code, err)
+    assert "--jobs: only with preset traces" in err
 
 
 def test_jobs_left_waiting_when_the_run_ends_are_reported(

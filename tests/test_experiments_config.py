@@ -116,6 +116,13 @@ def test_the_name_is_one_folder_name(tmp_path: Path, name: str) -> None:
     assert exp.output_dir() == Path("results") / "fig 8 (c), v2.1"
 
 
+def test_jobs_with_a_trace_file_is_an_error(tmp_path: Path) -> None:
+    """A trace file runs its own jobs: a job count beside it would be silently ignored."""
+    for text in ('jobs = 3\n[trace]\nfile = "t.csv"\n', '[trace]\nfile = "t.csv"\njobs = 3\n'):
+        msg = error_of(tmp_path, 'architectures = ["best"]\n' + text)
+        assert "trace.jobs applies to preset traces only" in msg
+
+
 def test_integers_are_numbers(tmp_path: Path) -> None:
     exp = load(tmp_path, 'architectures = ["best"]\neps = 0\nbeta_s = 2000\n')
     run = expand(exp)[0]

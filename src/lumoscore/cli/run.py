@@ -83,6 +83,8 @@ def _override(
     if out is not None:
         doc["output"] = str(out)
     if jobs is not None:
+        if config.trace.file is not None or "trace.file" in sweep:
+            raise ConfigError("--jobs: only with preset traces (a trace file runs its own jobs)")
         doc["trace"]["jobs"] = jobs
         sweep.pop("trace.jobs", None)
     if eps is not None:

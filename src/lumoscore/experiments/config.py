@@ -794,6 +794,11 @@ def experiment_from_dict(
     trace = data.get("trace")
     if isinstance(trace, dict) and "file" in trace:
         data["trace"] = {**trace, "file": beside(trace["file"])}
+        if "jobs" in trace or "jobs" in data:
+            raise ConfigError(
+                f"{source}: trace.jobs applies to preset traces only (trace.file runs the "
+                "file's own jobs)"
+            )
     sweep = data.get("sweep")
     if isinstance(sweep, dict) and isinstance(sweep.get("trace.file"), list):
         data["sweep"] = {**sweep, "trace.file": [beside(f) for f in sweep["trace.file"]]}
