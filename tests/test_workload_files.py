@@ -167,6 +167,20 @@ def test_bad_gpu_product(tmp_path: Path, trace: Trace) -> None:
         read_trace(_csv(tmp_path, trace, edit))
 
 
+def test_a_gpu_product_beyond_int64_does_not_wrap(tmp_path: Path, trace: Trace) -> None:
+    """5581 * 6610551540480040 is 8 modulo 2**64: int64 arithmetic took it for 8 GPUs."""
+
+    def edit(f: pd.DataFrame) -> pd.DataFrame:
+        f.loc[3, ["gpus", "tp", "pp", "dp", "ep"]] = [8, 5581, 1, 6610551540480040, 1]
+        return f
+
+    with pytest.raises(TraceFormatError, match=r"line 5, column gpus: gpus=8 .*=3\.68935e\+19"):
+        read_trace(_csv(tmp_path, trace, edit))
+    with pytest.raises(ConfigError, match="must equal tp"):
+        Job(0, 0.0, 8, "llama_7b", tp=5581, pp=1, dp=np.int64(6610551540480040), ep=1,
+            iterations=1, duration_s=1.0)  # fmt: skip
+
+
 def test_duplicate_id_and_order(tmp_path: Path, trace: Trace) -> None:
     def dup(f: pd.DataFrame) -> pd.DataFrame:
         f.loc[8, "job_id"] = f.loc[2, "job_id"]

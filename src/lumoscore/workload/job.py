@@ -159,10 +159,11 @@ class Job:
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise ConfigError(f"job {self.job_id}: {name} must be an integer >= 1, got {v!r}")
-        if self.tp * self.pp * self.dp != self.gpus:
+        product = int(self.tp) * int(self.pp) * int(self.dp)  # Python ints: never wraps
+        if product != self.gpus:
             raise ConfigError(
                 f"job {self.job_id}: gpus={self.gpus} must equal tp*pp*dp="
-                f"{self.tp}*{self.pp}*{self.dp}={self.tp * self.pp * self.dp}"
+                f"{self.tp}*{self.pp}*{self.dp}={product}"
             )
         if not (math.isfinite(self.arrival_s) and self.arrival_s >= 0):
             raise ConfigError(f"job {self.job_id}: arrival_s must be >= 0, got {self.arrival_s!r}")

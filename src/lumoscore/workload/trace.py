@@ -314,7 +314,8 @@ def columns_from_frame(
             f"{_show(out['arrival_s'][bad + 1])} after {_show(out['arrival_s'][bad])}",
         )
 
-    product = out["tp"] * out["pp"] * out["dp"]
+    # in float64: exact up to 2**53 (the columns' cap), and never wrapping as int64 would
+    product = out["tp"].astype(np.float64) * out["pp"] * out["dp"]
     bad = _first(product != out["gpus"])
     if bad is not None:
         raise _fail(
@@ -322,7 +323,7 @@ def columns_from_frame(
             place(bad),
             "gpus",
             f"gpus={out['gpus'][bad]} must equal tp*pp*dp="
-            f"{out['tp'][bad]}*{out['pp'][bad]}*{out['dp'][bad]}={product[bad]}",
+            f"{out['tp'][bad]}*{out['pp'][bad]}*{out['dp'][bad]}={_show_count(product[bad])}",
         )
     bad = _first((out["ep"] > out["gpus"]) | (out["gpus"] % out["ep"] != 0))
     if bad is not None:
@@ -681,6 +682,11 @@ class Trace:
     def share_pp(self) -> np.ndarray:
         """Exposed pipeline share of an iteration."""
         return self.columns["share_pp"]
+
+
+def _show_count(x: float) -> str:
+    """A float64 count: exact digits up to 2**53, else 6 significant digits."""
+    return f"{x:.0f}" if x <= 2**53 else f"{x:.6g}"
 
 
 def fitting_jobs(
