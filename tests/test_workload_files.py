@@ -284,15 +284,20 @@ def test_failed_csv_write_leaves_old_file(
     before = target.read_bytes()
     meta_before = meta_path(target).read_bytes()
 
-    def broken_to_csv(self, fh, *args, **kwargs):  # type: ignore[no-untyped-def]
-        fh.write("job_id,arrival_s\n0,")  # part of the data, then the disk "fails"
-        raise OSError("disk full")
+    real = Path.write_bytes
+    for failing in ("t.csv", "t.csv.meta.json"):
 
-    monkeypatch.setattr(pd.DataFrame, "to_csv", broken_to_csv)
-    with pytest.raises(OSError, match="disk full"):
-        write_trace(generate_trace("tpuv4", 10, seed=1), target)
-    assert target.read_bytes() == before and meta_path(target).read_bytes() == meta_before
-    assert _dir_listing(tmp_path) == ["t.csv", "t.csv.meta.json"]
+        def broken(self: Path, data: bytes, failing: str = failing) -> int:
+            if self.name.startswith(f".{failing}."):
+                real(self, data[:20])  # part of the data, then the disk "fails"
+                raise OSError("disk full")
+            return real(self, data)
+
+        monkeypatch.setattr(Path, "write_bytes", broken)
+        with pytest.raises(OSError, match="disk full"):
+            write_trace(generate_trace("tpuv4", 10, seed=1), target)
+        assert target.read_bytes() == before and meta_path(target).read_bytes() == meta_before
+        assert _dir_listing(tmp_path) == ["t.csv", "t.csv.meta.json"]
 
 
 def test_failed_parquet_write_leaves_no_file(

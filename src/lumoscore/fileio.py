@@ -13,7 +13,7 @@ import math
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,8 @@ def atomic_write(
 
     If ``write`` raises, the temporary file is removed and ``path`` is left as it was. A
     missing folder, or a folder at ``path``, raises ``error`` (a
-    :class:`~lumoscore.errors.ConfigError` by default) naming ``path``.
+    :class:`~lumoscore.errors.ConfigError` by default) naming ``path``; an ``OSError`` on the
+    temporary file (a read-only folder, a full disk) names ``path`` too.
 
     Examples
     --------
@@ -85,15 +86,35 @@ def atomic_write(
     'hi'
     """
     target = Path(path)
-    tmp = _temp_for(target, error)
+    with _naming(target):
+        tmp = _temp_for(target, error)
     try:
-        write(tmp)
-        os.replace(tmp, target)
+        with _naming(target, tmp):
+            write(tmp)
+            os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
     return target
+
+
+@contextlib.contextmanager
+def _naming(target: Path, tmp: Path | None = None) -> Iterator[None]:
+    """Re-raise an ``OSError`` about ``tmp`` (or, without ``tmp``, about a temporary file next
+    to ``target``) as one about ``target``: the user named ``target``, never the temporary."""
+    try:
+        yield
+    except OSError as exc:
+        name = exc.filename
+        ours = name is not None and (
+            Path(name) == tmp
+            if tmp is not None
+            else Path(name).parent == target.parent and str(Path(name).name).startswith(".")
+        )
+        if not ours or exc.errno is None:
+            raise
+        raise type(exc)(exc.errno, exc.strerror, str(target)) from None
 
 
 def _checked_folder(target: Path, error: type[Exception]) -> Path:
@@ -158,11 +179,14 @@ def atomic_write_files(
     written: list[tuple[Path, Path]] = []
     try:
         for target, text in zip(targets, files.values(), strict=True):
-            tmp = _temp_for(target, error)
+            with _naming(target):
+                tmp = _temp_for(target, error)
             written.append((tmp, target))
-            tmp.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+            with _naming(target, tmp):
+                tmp.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
         for tmp, target in written:
-            os.replace(tmp, target)
+            with _naming(target, tmp):
+                os.replace(tmp, target)
     except BaseException:
         for tmp, _ in written:
             with contextlib.suppress(OSError):

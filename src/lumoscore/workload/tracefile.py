@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lumoscore.fileio import atomic_write as _atomic_write
-from lumoscore.fileio import read_text
+from lumoscore.fileio import atomic_write_files, read_text
 from lumoscore.workload.errors import TraceFormatError
 from lumoscore.workload.trace import TRACE_COLUMNS, Trace, TraceMeta
 
@@ -111,10 +111,6 @@ def write_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
     frame = trace.to_frame()
     meta_json = json.dumps(trace.meta.to_dict(), sort_keys=True)
 
-    def write_csv(tmp: Path) -> None:
-        with tmp.open("w", newline="", encoding="utf-8") as fh:
-            frame.to_csv(fh, index=False, na_rep="", lineterminator="\n")
-
     def write_parquet(tmp: Path) -> None:
         table = pa.Table.from_pandas(frame, preserve_index=False)
         metadata = dict(table.schema.metadata or {})
@@ -123,18 +119,12 @@ def write_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
 
     if fmt != "csv":
         return atomic_write(path, write_parquet)
-    # plain CSV and its metadata sidecar: both complete before either replaces its target
-    sidecar = meta_path(path)
-    if not sidecar.parent.is_dir():
-        return atomic_write(path, write_csv)  # (raises, naming the missing folder)
-    staged = sidecar.with_name(f".{sidecar.name}.{os.getpid()}.staged")
-    try:
-        staged.write_text(meta_json + "\n", encoding="utf-8")
-        written = atomic_write(path, write_csv)
-        os.replace(staged, sidecar)
-    finally:
-        staged.unlink(missing_ok=True)
-    return written
+    # plain CSV and its metadata sidecar: both written, or neither
+    text = frame.to_csv(None, index=False, na_rep="", lineterminator="\n")
+    atomic_write_files(
+        {Path(path): text, meta_path(path): meta_json + "\n"}, error=TraceFormatError
+    )
+    return Path(path)
 
 
 def meta_path(path: str | os.PathLike[str]) -> Path:
