@@ -86,6 +86,7 @@ def test_unbuildable_cells_are_marked(capsys: pytest.CaptureFixture[str]) -> Non
         (["scale", "--chip", "abc"], "--chip"),
         (["scale", "--plot", "x.gif"], "PNG, SVG or PDF"),
         (["scale", "--max-tiers", "3"], "--max-tiers applies to --gpus only"),
+        (["scale", "--plot", "no-such-folder/fig7.png"], "directory no-such-folder does not"),
         (["nosuch"], "No such command"),
     ],
 )

@@ -102,3 +102,14 @@ def test_needs_file_or_preset(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "--preset" in err
     code, _, err = _run(["tdm", "--preset", "nope"], capsys)
     assert code == 2 and "paper, small" in err
+
+
+def test_a_bad_plot_path_fails_before_the_solves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for path, needle in (
+        (tmp_path / "nope" / "x.png", "does not exist"),
+        (tmp_path / "x.gif", "PNG"),
+    ):
+        code, out, err = _run(["tdm", "--preset", "small", "--plot", str(path)], capsys)
+        assert code == 2 and needle in err and err.count("\n") == 1 and out == ""

@@ -44,6 +44,8 @@ def tdm(
     json_out: JsonOption = False,
 ) -> None:
     """Group jobs into two TDM groups (Alg. 1-3) and compare the round time with non-TDM."""
+    from lumoscore.figures import figure_format
+    from lumoscore.fileio import check_targets
     from lumoscore.tdm.config import load_config, preset
     from lumoscore.tdm.runner import plot_sweep, run, run_sweep
 
@@ -54,6 +56,9 @@ def tdm(
     config = load_config(file) if file is not None else preset(str(preset_name))
     if jobs is not None and config.jobs:
         raise ConfigError("--jobs applies to a [workload] configuration, not explicit [[jobs]]")
+    if plot is not None:  # a bad chart path fails before the solves, not after them
+        figure_format(plot)
+        check_targets([plot])
     result = run(config, seed=seed, n_jobs=jobs, context_tokens=context, ilp=ilp)
     rows = run_sweep(config, seed=seed) if (sweep or plot is not None) else []
     if plot is not None:

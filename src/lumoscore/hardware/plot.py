@@ -23,8 +23,8 @@ def plot_scalability(
     One panel per chip capacity, one line per architecture (leaving out the speeds it cannot
     be built at, ``max_gpus == 0``), log-scaled GPU axis;
     ``target_gpus`` adds a dashed line at that cluster size (``lumos scale --gpus``). The file is
-    written atomically and byte-for-byte reproducibly (:func:`lumoscore.figures.save_figure`);
-    a missing folder is created.
+    written atomically and byte-for-byte reproducibly (:func:`lumoscore.figures.save_figure`)
+    into an existing folder.
 
     Examples
     --------
@@ -70,5 +70,4 @@ def plot_scalability(
     axes[0].set_ylabel("maximum GPUs")
     axes[-1].legend(fontsize=8)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
     return save_figure(fig, out, dpi=_DPI)

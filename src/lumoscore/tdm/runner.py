@@ -250,9 +250,9 @@ _PLOT_DPI = 100
 def plot_sweep(rows: list[dict[str, Any]], path: Path | str) -> Path:
     """Write the round-time charts (TDM vs non-TDM against jobs and context length).
 
-    The suffix of ``path`` picks the format (PNG, SVG or PDF); a missing folder is created and
-    the file is written atomically and byte-for-byte reproducibly
-    (:func:`lumoscore.figures.save_figure`).
+    The suffix of ``path`` picks the format (PNG, SVG or PDF); the file is written atomically
+    and byte-for-byte reproducibly (:func:`lumoscore.figures.save_figure`) into an existing
+    folder.
 
     Examples
     --------
@@ -286,5 +286,4 @@ def plot_sweep(rows: list[dict[str, Any]], path: Path | str) -> Path:
         ax.legend()
     fig.suptitle("Round time, TDM multi-stage vs non-TDM")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
     return save_figure(fig, path, dpi=_PLOT_DPI)
