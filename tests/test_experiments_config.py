@@ -123,6 +123,16 @@ def test_jobs_with_a_trace_file_is_an_error(tmp_path: Path) -> None:
         assert "trace.jobs applies to preset traces only" in msg
 
 
+def test_an_experiment_of_too_many_runs_is_refused_at_once(tmp_path: Path) -> None:
+    """A fat-fingered seed count (or sweep) fails in a moment, not after expanding 10^9 runs."""
+    assert "seeds: a count of at most 100000 (MAX_RUNS)" in error_of(
+        tmp_path, 'architectures = ["best"]\nseeds = 1000000000\n'
+    )
+    eps = ", ".join(str(i / 100) for i in range(20))
+    msg = error_of(tmp_path, f'architectures = ["best"]\nseeds = 6000\neps = [{eps}]\n')
+    assert "expands to 120000 runs" in msg and "at most 100000" in msg
+
+
 def test_integers_are_numbers(tmp_path: Path) -> None:
     exp = load(tmp_path, 'architectures = ["best"]\neps = 0\nbeta_s = 2000\n')
     run = expand(exp)[0]

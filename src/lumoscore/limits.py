@@ -12,13 +12,16 @@ import numbers
 
 from lumoscore.errors import ConfigError
 
-__all__ = ["MAX_GPUS", "MAX_JOBS", "check_gpus", "check_jobs", "check_seed"]
+__all__ = ["MAX_GPUS", "MAX_JOBS", "MAX_RUNS", "check_gpus", "check_jobs", "check_seed"]
 
 #: Largest cluster the simulator and the fabrics accept: 2^20 GPUs, eight times the largest
 #: LumosCore build of the paper's Table 1 (131k GPUs at tau = 1).
 MAX_GPUS = 1 << 20
 #: Most jobs a generated trace may have (a trace of 10^6 jobs takes about 0.3 GB).
 MAX_JOBS = 1_000_000
+#: Most runs one experiment may expand to (architectures x sizes x sweep values x seeds):
+#: the paper's whole evaluation is about 400.
+MAX_RUNS = 100_000
 
 
 def check_gpus(gpus: int, name: str = "gpus") -> int:

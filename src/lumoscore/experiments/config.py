@@ -29,6 +29,7 @@ arch
 from __future__ import annotations
 
 import itertools
+import math
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -50,7 +51,7 @@ from lumoscore.errors import ConfigError, format_validation_error
 from lumoscore.experiments.architectures import PAPER_ARCHITECTURES
 from lumoscore.fabric.presets import architecture, make_fabric
 from lumoscore.fileio import read_text
-from lumoscore.limits import MAX_GPUS, MAX_JOBS
+from lumoscore.limits import MAX_GPUS, MAX_JOBS, MAX_RUNS
 from lumoscore.registry import Registry
 from lumoscore.sim.failures import FailureModel
 from lumoscore.sim.link_failures import LinkFailureModel
@@ -538,6 +539,8 @@ class ExperimentConfig(BaseModel):
     def _seeds(cls, v: int | list[int]) -> int | list[int]:
         if isinstance(v, int) and v < 1:
             raise ValueError(f"a count >= 1 or a list of integers >= 0, got {v}")
+        if isinstance(v, int) and v > MAX_RUNS:
+            raise ValueError(f"a count of at most {MAX_RUNS} (MAX_RUNS), got {v}")
         if isinstance(v, list) and (not v or any(s < 0 for s in v)):
             raise ValueError(f"a count >= 1 or a non-empty list of integers >= 0, got {v}")
         return v
@@ -682,6 +685,13 @@ def expand(config: ExperimentConfig) -> list[RunConfig]:
     [(0.5, 1), (0.9, 1)]
     """
     axes = config.axes()
+    count = len(config.architectures) * len(_as_list(config.gpus)) * len(config.seed_list())
+    count *= math.prod(len(v) for v in axes.values())
+    if count > MAX_RUNS:
+        raise ConfigError(
+            f"the experiment expands to {count} runs (architectures x gpus x sweep values x "
+            f"seeds); at most {MAX_RUNS} (MAX_RUNS)"
+        )
     seen: dict[str, RunConfig] = {}
     for arch, gpus in itertools.product(config.architectures, _as_list(config.gpus)):
         for combo in itertools.product(*axes.values()):
