@@ -40,8 +40,12 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
     return int(info.value.code or 0), out, err
 
 
-def bad_trace_experiment(folder: Path) -> Path:
-    """An experiment that validates but whose run fails: the trace file lacks columns."""
+def bad_trace_experiment(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An experiment whose run fails: the trace file lacks columns (``lumos run`` checks its
+    trace files before the runs; that check is switched off here so the run itself fails)."""
+    import lumoscore.experiments.config as config
+
+    monkeypatch.setattr(config, "check_trace_files", lambda runs: None)
     (folder / "bad.csv").write_text("job_id,arrival_s\n0,1\n")
     exp = folder / "exp.toml"
     exp.write_text('gpus = 256\narchitectures = ["best"]\n[trace]\nfile = "bad.csv"\n')
@@ -100,7 +104,7 @@ def test_failing_run_is_one_line_without_debug(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("LUMOS_DEBUG", raising=False)
-    exp = bad_trace_experiment(tmp_path)
+    exp = bad_trace_experiment(tmp_path, monkeypatch)
     code, _, err = run_cli(
         ["run", str(exp), "--out", str(tmp_path / "o"), "--workers", "1", "--no-report"], capsys
     )
@@ -113,7 +117,7 @@ def test_failing_run_with_debug_shows_traceback_and_cause(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("LUMOS_DEBUG", raising=False)
-    exp = bad_trace_experiment(tmp_path)
+    exp = bad_trace_experiment(tmp_path, monkeypatch)
     argv = ["run", str(exp), "--out", str(tmp_path / "o"), "--workers", "1", "--no-report"]
     code, _, err = run_cli(["--debug", *argv], capsys)
     assert code == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -13,7 +13,9 @@ from rich.table import Table
 
 from lumoscore.cli._common import JsonOption, emit_json, folder_path, table_console
 from lumoscore.errors import LumosError
-from lumoscore.experiments.config import RunConfig
+
+if TYPE_CHECKING:
+    from lumoscore.experiments.config import RunConfig
 
 __all__ = ["register", "report"]
 
