@@ -188,3 +188,24 @@ def test_stats_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     code, _, err = run(["trace", "stats", str(src), "--plot", str(tmp_path / "p.gif")], capsys)
     assert code == 2 and "allowed: .png, .svg, .pdf" in err
     assert not (tmp_path / "p.gif").exists()
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("column", ["duration_s", "arrival_s"])
+def test_stats_refuses_times_beyond_max_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], column: str
+) -> None:
+    src = write_trace(generate_trace("tpuv4", 3, seed=1), tmp_path / "t.csv")
+    frame = pd.read_csv(src, dtype=str, keep_default_na=False)
+    frame.loc[2, column] = "1e300"  # the last job (arrivals stay in order)
+    frame.to_csv(src, index=False)
+    code, out, err = run(["trace", "stats", str(src), "--json"], capsys)
+    assert code == 2 and out == ""
+    assert err == (
+        f"lumos: error: {src}: line 4, column {column}: must be at most 1e+12 s (MAX_TIME_S), "
+        "got 1e+300\n"
+    )
+    frame.loc[2, column] = "1e12"  # the limit itself is a valid time
+    frame.to_csv(src, index=False)
+    code, out, _ = run(["trace", "stats", str(src), "--json"], capsys)
+    assert code == 0 and json.loads(out)["duration_quantiles_s"]["max"] <= 1e12

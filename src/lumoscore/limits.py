@@ -3,7 +3,8 @@
 A request beyond them is an input error (``ConfigError`` naming the limit), not an attempt to
 allocate tens of gigabytes: a fat-fingered ``--gpus 1000000000`` must fail in a millisecond
 with a message, never after minutes of swapping or with an out-of-memory kill. A seed is a
-non-negative integer (NumPy's ``SeedSequence`` takes no other).
+non-negative integer (NumPy's ``SeedSequence`` takes no other). Times of a trace (arrivals and
+run times) are at most :data:`MAX_TIME_S`.
 """
 
 from __future__ import annotations
@@ -12,13 +13,17 @@ import numbers
 
 from lumoscore.errors import ConfigError
 
-__all__ = ["MAX_GPUS", "MAX_JOBS", "check_gpus", "check_jobs", "check_seed"]
+__all__ = ["MAX_GPUS", "MAX_JOBS", "MAX_TIME_S", "check_gpus", "check_jobs", "check_seed"]
 
 #: Largest cluster the simulator and the fabrics accept: 2^20 GPUs, eight times the largest
 #: LumosCore build of the paper's Table 1 (131k GPUs at tau = 1).
 MAX_GPUS = 1 << 20
 #: Most jobs a generated trace may have (a trace of 10^6 jobs takes about 0.3 GB).
 MAX_JOBS = 1_000_000
+#: Latest arrival and longest run time of a trace, in seconds (about 31,700 years): room for
+#: MAX_JOBS jobs at a mean gap of 10^6 s, while sums of run times over MAX_JOBS jobs stay far
+#: from the float range and a clock near it still resolves a millisecond.
+MAX_TIME_S = 1e12
 
 
 def check_gpus(gpus: int, name: str = "gpus") -> int:
