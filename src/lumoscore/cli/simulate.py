@@ -225,7 +225,15 @@ def simulate(
         tr = read_trace(trace)
     else:
         assert preset is not None
-        tr = generate_trace(preset, jobs, seed=seed, cluster_gpus=gpus, beta_s=beta, load=load)
+        tr = generate_trace(
+            preset,
+            jobs,
+            seed=seed,
+            cluster_gpus=gpus,
+            beta_s=beta,
+            load=load,
+            names={"beta_s": "--beta", "load": "--load"},
+        )
     job_list, skipped = fitting_jobs(tr, gpus, skip=skip_oversized)
     if skipped:
         shown = ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else "")
