@@ -145,3 +145,15 @@ def test_a_demand_beyond_max_total_is_refused_by_name(
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith(f"lumos: error: {path}: demand {message}; allowed: at most ")
     assert "1125899906842624" in err and "negative" not in err
+
+
+@pytest.mark.filterwarnings("error")  # (no ComplexWarning)
+def test_a_complex_demand_is_refused_by_name(files, tmp_path, capsys) -> None:
+    path = tmp_path / "complex.npy"
+    np.save(path, np.load(files["npy"]).astype(np.complex128))
+    code, out, err = run(["toe", str(files["cluster"]), str(path), "--json"], capsys)
+    assert code == 2 and out == ""
+    assert err == (
+        f"lumos: error: {path}: demand has complex entries (dtype complex128); allowed: "
+        "integers (integer-valued floats too)\n"
+    )

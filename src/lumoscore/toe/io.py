@@ -85,6 +85,11 @@ def load_demand(path: str | Path) -> NDArray[np.int64]:
         raise ConfigError(f"{p}: demand must be 2-D (P, P) or 3-D (H, P, P), got {arr.shape}")
     if not np.issubdtype(arr.dtype, np.number):
         raise ConfigError(f"{p}: demand must be numeric, got dtype {arr.dtype}")
+    if arr.dtype.kind == "c":
+        raise ConfigError(
+            f"{p}: demand has complex entries (dtype {arr.dtype}); allowed: integers "
+            "(integer-valued floats too)"
+        )
     if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
         bad = np.argwhere(~np.isfinite(arr) | (arr != np.round(arr)))[0].tolist()
         raise ConfigError(f"{p}: demand entry {bad} = {arr[tuple(bad)]} is not an integer")
