@@ -350,3 +350,20 @@ def test_a_bad_value_in_a_tdm_file_names_the_file(tmp_path: Path) -> None:
     code, _, err = invoke(["tdm", str(f)])
     assert_one_line_error(code, err)
     assert f"{f}: network.ports_per_pod" in err
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize(
+    ("option", "value", "allowed"),
+    [("--load", "1e-306", "allowed: --load >= 1.06e-08"), ("--beta", "1.7e308", "0 < --beta <=")],
+)
+def test_simulate_arrivals_beyond_max_time_name_the_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str, value: str, allowed: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    head = "simulate --preset lumoscore-published --gpus 256 --jobs 5"
+    code, out, err = invoke([*head.split(), option, value])
+    assert_one_line_error(code, err)
+    assert f"lumos: error: {option}={float(value)!r} spreads 5 arrival(s) over more than" in err
+    assert "beyond the limit of 1e+12 s (MAX_TIME_S)" in err and allowed in err
+    assert out == "" and not files_in(tmp_path)

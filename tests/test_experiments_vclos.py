@@ -35,6 +35,28 @@ def test_fig2_files(tmp_path):
     assert [r["gpus"] for r in out.rows] == [128, 512]
 
 
+@pytest.mark.filterwarnings("error")  # (no 0/0 RuntimeWarning)
+@pytest.mark.parametrize("argv", [["--gpus", "8"], ["--gpus", "8", "--quick"],
+                                  ["--gpus", "12"], ["--gpus", "128", "--gpus", "8"]])  # fmt: skip
+def test_fig2_refuses_sizes_without_two_leaves_by_name(tmp_path, capsys, argv):
+    from helpers_cli import run
+
+    out = tmp_path / "fig2"
+    code, stdout, err = run(["run", "--preset", "vclos-fig2", *argv, "--out", str(out)], capsys)
+    bad = "12" if "12" in argv else "8"
+    assert code == 2 and stdout == ""
+    assert err == (
+        f"lumos: error: gpus: a multiple of 8 (GPUs a server) from 16 (two leaves), got {bad}\n"
+    )
+    assert not out.exists()  # nothing written, not even the folder (nor 128's results)
+
+
+def test_fig2_at_two_leaves_is_finite(tmp_path):
+    out = run_vclos_fig2(tmp_path, scales_gpus=[16], trials=2)
+    shares = [v for k, v in out.rows[0].items() if k != "gpus"]
+    assert all(math.isfinite(v) for v in shares) and math.isclose(sum(shares), 1.0)
+
+
 def test_table5_writes_ours_beside_the_paper_and_resumes(tmp_path):
     kw = {"lambdas": (120.0,), "jobs": 30, "seeds": (1,), "workers": 1, "progress": False}
     out = run_vclos_table5(tmp_path, **kw)

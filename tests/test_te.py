@@ -146,3 +146,24 @@ def test_read_traffic_and_the_cli(tmp_path) -> None:
                                               strict=True))  # fmt: skip
     bad = runner.invoke(build_app(), ["te", str(tmp_path / "c.toml"), str(tmp_path / "x.txt")])
     assert isinstance(bad.exception, ConfigError) and "must be .npy or .csv" in str(bad.exception)
+
+
+@pytest.mark.filterwarnings("error")  # (no ComplexWarning)
+def test_complex_traffic_is_refused_by_name(tmp_path, capsys) -> None:
+    from helpers_cli import run
+
+    (tmp_path / "c.toml").write_text(
+        "[cluster]\npods = 4\nk_leaf = 8\nk_spine = 8\ntau = 1\ngpus_per_server = 1\n"
+        "ocs_ports = 4\n"
+    )
+    tm = np.zeros((4, 4), dtype=complex)
+    tm[0, 1] = 1 + 2j
+    np.save(tmp_path / "t.npy", tm)
+    code, out, err = run(["te", str(tmp_path / "c.toml"), str(tmp_path / "t.npy")], capsys)
+    assert code == 2 and out == ""
+    assert err == (
+        f"lumos: error: {tmp_path / 't.npy'}: complex entries (dtype complex128); allowed: "
+        "real numbers >= 0\n"
+    )
+    with pytest.raises(ConfigError, match="complex entries"):
+        check_traffic(tm.real + 0j)  # (even with no imaginary part)

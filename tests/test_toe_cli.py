@@ -119,3 +119,41 @@ def test_a_current_circuit_beyond_int64_is_one_line(files, tmp_path, capsys) -> 
     code, _, err = run(args, capsys)
     assert code == 2 and err.count("\n") == 1
     assert "circuits[0]" in err and "every row must be 6 integers" in err
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize(
+    ("entries", "dtype", "message"),
+    [
+        ({(0, 1): 1e20, (1, 0): 1e20}, np.float64, "has an entry of magnitude 1e+20"),
+        (
+            {(0, 1): 2**62, (1, 0): 2**62, (0, 2): 2**62, (2, 0): 2**62},  # row 0 sums to 2^63
+            np.int64,
+            "sums to more than 1125899906842624 in absolute value",
+        ),
+    ],
+)
+def test_a_demand_beyond_max_total_is_refused_by_name(
+    files, tmp_path, capsys, entries: dict[tuple[int, int], float], dtype: type, message: str
+) -> None:
+    C = np.zeros((4, 4), dtype=dtype)
+    for idx, v in entries.items():
+        C[idx] = v
+    path = tmp_path / "huge.npy"
+    np.save(path, C)
+    code, out, err = run(["toe", str(files["cluster"]), str(path), "--json"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"lumos: error: {path}: demand {message}; allowed: at most ")
+    assert "1125899906842624" in err and "negative" not in err
+
+
+@pytest.mark.filterwarnings("error")  # (no ComplexWarning)
+def test_a_complex_demand_is_refused_by_name(files, tmp_path, capsys) -> None:
+    path = tmp_path / "complex.npy"
+    np.save(path, np.load(files["npy"]).astype(np.complex128))
+    code, out, err = run(["toe", str(files["cluster"]), str(path), "--json"], capsys)
+    assert code == 2 and out == ""
+    assert err == (
+        f"lumos: error: {path}: demand has complex entries (dtype complex128); allowed: "
+        "integers (integer-valued floats too)\n"
+    )

@@ -104,3 +104,21 @@ def test_bad_input_is_one_line_exit_2(
 def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["wire", str(tmp_path / "none.toml")], capsys)
     assert code == 2 and "no such file" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize(("speed", "shown"), [("inf", "inf"), ("nan", "nan"), ("0", "0.0"),
+                                              ("-800", "-800.0"), ("1e300", "1e+300")])  # fmt: skip
+def test_a_port_speed_out_of_range_is_refused_by_name(
+    speed: str, shown: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = cluster_file(tmp_path, pods=10, ocs_ports=16)
+    path.write_text(path.read_text().replace("port_gbps = 800", f"port_gbps = {speed}"))
+    message = (
+        f"lumos: error: {path}: cluster.port_gbps: must be a number from 0.001 to 100000 "
+        f"(Gb/s), got {shown}\n"
+    )
+    for argv in (["wire", str(path), "--json"], ["te", str(path), str(tmp_path / "t.npy")]):
+        np.save(tmp_path / "t.npy", np.ones((10, 10)) - np.eye(10))
+        code, out, err = run(argv, capsys)
+        assert code == 2 and out == "" and err == message

@@ -188,3 +188,65 @@ def test_stats_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     code, _, err = run(["trace", "stats", str(src), "--plot", str(tmp_path / "p.gif")], capsys)
     assert code == 2 and "allowed: .png, .svg, .pdf" in err
     assert not (tmp_path / "p.gif").exists()
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("column", ["duration_s", "arrival_s"])
+def test_stats_refuses_times_beyond_max_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], column: str
+) -> None:
+    src = write_trace(generate_trace("tpuv4", 3, seed=1), tmp_path / "t.csv")
+    frame = pd.read_csv(src, dtype=str, keep_default_na=False)
+    frame.loc[2, column] = "1e300"  # the last job (arrivals stay in order)
+    frame.to_csv(src, index=False)
+    code, out, err = run(["trace", "stats", str(src), "--json"], capsys)
+    assert code == 2 and out == ""
+    assert err == (
+        f"lumos: error: {src}: line 4, column {column}: must be at most 1e+12 s (MAX_TIME_S), "
+        "got 1e+300\n"
+    )
+    frame.loc[2, column] = "1e12"  # the limit itself is a valid time
+    frame.to_csv(src, index=False)
+    code, out, _ = run(["trace", "stats", str(src), "--json"], capsys)
+    assert code == 0 and json.loads(out)["duration_quantiles_s"]["max"] <= 1e12
+
+
+@pytest.mark.filterwarnings("error")
+def test_generate_and_import_refuse_arrivals_beyond_max_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "t.csv"
+    head = ["trace", "generate", "--preset", "lumoscore-published", "--jobs", "5", "--gpus", "256"]
+    code, _, err = run([*head, "--beta", "1.7e308", "--out", str(out)], capsys)
+    assert code == 2 and err.count("\n") == 1
+    match = re.fullmatch(
+        r"lumos: error: --beta=1\.7e\+308 spreads 5 arrival\(s\) over more than the float "
+        r"range, beyond the limit of 1e\+12 s \(MAX_TIME_S\); allowed: 0 < --beta <= (\S+) "
+        r"\(for this preset, seed, job count and cluster size\)\n",
+        err,
+    )
+    assert match is not None, err
+    beta = float(match.group(1))  # the bound given is allowed, a little more is not
+    assert run([*head, "--beta", str(beta), "--out", str(out)], capsys)[0] == 0
+    code, _, err = run([*head, "--beta", str(beta * 1.05), "--out", str(out)], capsys)
+    assert code == 2 and "allowed: 0 < --beta <=" in err
+    for basis in ("sample", "expected"):
+        argv = [*head, "--load", "1e-306", "--load-basis", basis, "--out", str(out)]
+        code, _, err = run(argv, capsys)
+        assert code == 2 and err.count("\n") == 1
+        low = re.search(r"allowed: --load >= (\S+) ", err)
+        assert low is not None and err.startswith("lumos: error: --load=1e-306 spreads"), err
+        argv[argv.index("1e-306")] = low.group(1)
+        assert run(argv, capsys)[0] == 0
+    log = tmp_path / "cluster_log.csv"
+    log.write_text(
+        "job_id,gpu_num,submit_time,duration,state\n"
+        "a,8,0,1000,COMPLETED\nb,16,50,2000,COMPLETED\nc,8,90,700,COMPLETED\n"
+    )
+    argv = ["trace", "import", str(log), "--format", "helios", "--gpus", "64", "--out", str(out)]
+    code, _, err = run([*argv, "--load", "1e-306"], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(
+        "lumos: error: --load=1e-306 moves the last arrival past the float range, beyond the "
+        "limit of 1e+12 s (MAX_TIME_S); allowed: --load >= "
+    ), err

@@ -126,6 +126,24 @@ def test_helios_errors(tmp_path: Path) -> None:
         import_helios(log, size_mapping="x")
 
 
+@pytest.mark.filterwarnings("error")  # (no cast RuntimeWarning)
+@pytest.mark.parametrize("mapping", ["pow2", "tpuv4"])
+def test_helios_gpu_count_beyond_max_gpus_is_refused_by_line(tmp_path: Path, mapping: str) -> None:
+    frame = pd.read_csv(_helios_log(tmp_path)).astype({"gpu_num": float})
+    frame.loc[1, "gpu_num"] = 1e300
+    frame.to_csv(tmp_path / "huge.csv", index=False)
+    with pytest.raises(TraceFormatError) as info:
+        import_helios(tmp_path / "huge.csv", size_mapping=mapping)
+    assert str(info.value) == (
+        f"{tmp_path / 'huge.csv'}: line 3, column gpu_num: must be at most 1048576 (MAX_GPUS), "
+        "got 1e+300"
+    )
+    frame.loc[1, "gpu_num"] = 1048576  # the limit itself is a count
+    frame.to_csv(tmp_path / "huge.csv", index=False)
+    trace = import_helios(tmp_path / "huge.csv", size_mapping=mapping)
+    assert len(trace) == 4 and trace.gpus.max() == (2048 if mapping == "pow2" else 512)
+
+
 # ---- job lists -----------------------------------------------------------------------------
 
 

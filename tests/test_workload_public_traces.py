@@ -149,3 +149,62 @@ def test_bad_files_name_the_place(tmp_path: Path, fmt: str, text: str, needle: s
     f.write_text(text)
     with pytest.raises(TraceFormatError, match=needle.replace("(", r"\(").replace(")", r"\)")):
         read_public_jobs(f, fmt)
+
+
+@pytest.mark.filterwarnings("error")  # (no overflow or cast RuntimeWarning)
+@pytest.mark.parametrize(
+    ("fmt", "old", "new", "message"),
+    [
+        (
+            "alibaba-2020",
+            "jC,tf,3,",
+            "jC,tf,1e300,",
+            "line 4, columns inst_num, plan_gpu: 1e300 instances x 50 % of a GPU; allowed: at "
+            "most 1048576 GPUs a task (MAX_GPUS)",
+        ),
+        (
+            "alibaba-2020",
+            "29.3,50,P100",
+            "29.3,1e300,P100",
+            "line 4, columns inst_num, plan_gpu: 3 instances x 1e300 % of a GPU; allowed: at "
+            "most 1048576 GPUs a task (MAX_GPUS)",
+        ),
+        ("alibaba-2020", "jC,tf,3,", "jC,tf,-3,", "line 4, column inst_num: must be >= 0, got -3"),
+        (
+            "alibaba-2023",
+            "p3,16000,65536,2,",
+            "p3,16000,65536,1e300,",
+            "line 4, column num_gpu: must be from 0 to 1048576 (MAX_GPUS), got 1e300",
+        ),
+        (
+            "alibaba-2023",
+            "p3,16000,65536,2,",
+            "p3,16000,65536,1e19,",  # (beyond int64)
+            "line 4, column num_gpu: must be from 0 to 1048576 (MAX_GPUS), got 1e19",
+        ),
+    ],
+)
+def test_counts_beyond_max_gpus_are_refused_by_line(
+    files: dict[str, Path], fmt: str, old: str, new: str, message: str
+) -> None:
+    path = files[fmt]
+    path.write_text(path.read_text().replace(old, new))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as info:
+        main(["trace", "import", str(path), "--format", fmt, "--out", str(path) + ".out.csv"])
+    assert info.value.code == 2
+    assert err.getvalue() == f"lumos: error: {path.name}: {message}\n"
+    assert not Path(str(path) + ".out.csv").exists()
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_job_whose_tasks_sum_beyond_max_gpus_is_refused_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "pai_task_table.csv"
+    path.write_text("".join(f"jZ,w{i},600000,Terminated,1000,5000,600,29.3,100,V100\n"
+                            for i in range(2)))  # fmt: skip
+    with pytest.raises(TraceFormatError) as info:
+        read_public_jobs(path, "alibaba-2020")
+    assert str(info.value) == (
+        f"{path.name}: job 'jZ': its tasks ask for 1.2e+06 GPUs (sum of inst_num x plan_gpu "
+        "/ 100); allowed: at most 1048576 (MAX_GPUS)"
+    )

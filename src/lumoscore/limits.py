@@ -3,7 +3,9 @@
 A request beyond them is an input error (``ConfigError`` naming the limit), not an attempt to
 allocate tens of gigabytes: a fat-fingered ``--gpus 1000000000`` must fail in a millisecond
 with a message, never after minutes of swapping or with an out-of-memory kill. A seed is a
-non-negative integer (NumPy's ``SeedSequence`` takes no other).
+non-negative integer (NumPy's ``SeedSequence`` takes no other). Times of a trace (arrivals and
+run times) are at most :data:`MAX_TIME_S`; a cluster's port speed is from
+:data:`MIN_PORT_GBPS` to :data:`MAX_PORT_GBPS`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,17 @@ import numbers
 
 from lumoscore.errors import ConfigError
 
-__all__ = ["MAX_GPUS", "MAX_JOBS", "MAX_RUNS", "check_gpus", "check_jobs", "check_seed"]
+__all__ = [
+    "MAX_GPUS",
+    "MAX_JOBS",
+    "MAX_PORT_GBPS",
+    "MAX_RUNS",
+    "MAX_TIME_S",
+    "MIN_PORT_GBPS",
+    "check_gpus",
+    "check_jobs",
+    "check_seed",
+]
 
 #: Largest cluster the simulator and the fabrics accept: 2^20 GPUs, eight times the largest
 #: LumosCore build of the paper's Table 1 (131k GPUs at tau = 1).
@@ -22,6 +34,15 @@ MAX_JOBS = 1_000_000
 #: Most runs one experiment may expand to (architectures x sizes x sweep values x seeds):
 #: the paper's whole evaluation is about 400.
 MAX_RUNS = 100_000
+#: Latest arrival and longest run time of a trace, in seconds (about 31,700 years): room for
+#: MAX_JOBS jobs at a mean gap of 10^6 s, while sums of run times over MAX_JOBS jobs stay far
+#: from the float range and a clock near it still resolves a millisecond.
+MAX_TIME_S = 1e12
+#: Slowest and fastest port speed of a cluster file, in Gb/s (1 Mb/s to 100 Tb/s, 60 times
+#: the paper's 1.6 Tb/s): far beyond them the capacities of the traffic-engineering LPs leave
+#: the range in which HiGHS's tolerances hold (wrong MLUs, "infeasible", "model error").
+MIN_PORT_GBPS = 1e-3
+MAX_PORT_GBPS = 1e5
 
 
 def check_gpus(gpus: int, name: str = "gpus") -> int:

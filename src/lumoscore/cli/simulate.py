@@ -233,7 +233,15 @@ def simulate(
         tr = read_trace(trace)
     else:
         assert preset is not None
-        tr = generate_trace(preset, n, seed=seed, cluster_gpus=gpus, beta_s=beta, load=load)
+        tr = generate_trace(
+            preset,
+            n,
+            seed=seed,
+            cluster_gpus=gpus,
+            beta_s=beta,
+            load=load,
+            names={"beta_s": "--beta", "load": "--load"},
+        )
     try:
         job_list, skipped = fitting_jobs(tr, gpus, skip=skip_oversized)
     except ConfigError as exc:

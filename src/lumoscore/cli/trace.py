@@ -132,6 +132,7 @@ def generate(
         beta_s=beta,
         load=load,
         load_basis=_choice("--load-basis", load_basis, LOAD_BASES),
+        names={"beta_s": "--beta", "load": "--load"},
     )
     _write_and_report(trace, out, json_output)
 
@@ -205,7 +206,7 @@ def import_(
             TraceMeta(old.preset, old.seed, old.beta_s, old.load, gpus, old.source),
         )
     if load is not None:
-        trace = with_level(trace, load, gpus)
+        trace = with_level(trace, load, gpus, name="--load")
     _write_and_report(trace, out, json_output)
 
 

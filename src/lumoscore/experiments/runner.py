@@ -147,6 +147,7 @@ def run_one(run_config: RunConfig, progress: Callable[[int, int], None] | None =
             beta_s=t.beta_s,
             load=t.load,
             load_basis=t.load_basis,
+            names={"beta_s": "trace.beta_s", "load": "trace.load"},
         )
     jobs, _ = fitting_jobs(trace, cfg.gpus)  # a job that can never fit is an input error
     sim = Simulator(fabric, jobs, progress=progress, **simulator_options(cfg))

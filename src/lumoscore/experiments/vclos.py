@@ -45,6 +45,7 @@ import numpy as np
 from lumoscore.errors import ConfigError
 from lumoscore.experiments.config import RunConfig
 from lumoscore.experiments.store import ResultStore
+from lumoscore.limits import check_gpus
 
 __all__ = [
     "FIG2_SIZES_GPUS",
@@ -58,6 +59,7 @@ __all__ = [
     "TABLE7_PAPER",
     "VCLOS_CASES",
     "VCLOS_LAMBDAS_S",
+    "fig2_shape",
     "hash_collisions",
     "run_vclos_fig2",
     "run_vclos_fig13",
@@ -584,6 +586,34 @@ def run_vclos_table4(
 FIG2_SIZES_GPUS: tuple[int, ...] = (128, 512, 2048, 8192)
 
 
+def fig2_shape(gpus: int) -> tuple[int, int]:
+    """``(leaves, spines)`` of the Fig. 2 leaf-spine cluster of ``gpus`` GPUs (8 a server,
+    :func:`~lumoscore.fabric.leafspine.leaf_spine_shape`).
+
+    Raises
+    ------
+    ConfigError
+        Unless ``gpus`` is a multiple of 8 that gives at least two leaves (16 or more, at most
+        :data:`~lumoscore.limits.MAX_GPUS`): with one leaf no flow crosses a spine.
+
+    Examples
+    --------
+    >>> fig2_shape(512)
+    (32, 16)
+    >>> fig2_shape(8)
+    Traceback (most recent call last):
+    ...
+    lumoscore.errors.ConfigError: gpus: a multiple of 8 (GPUs a server) from 16 (two leaves), got 8
+    """
+    from lumoscore.fabric.leafspine import leaf_spine_shape
+
+    allowed = "a multiple of 8 (GPUs a server) from 16 (two leaves)"
+    if isinstance(gpus, bool) or not isinstance(gpus, int | np.integer) or gpus % 8 or gpus < 16:
+        raise ConfigError(f"gpus: {allowed}, got {gpus!r}")
+    check_gpus(int(gpus))
+    return leaf_spine_shape(int(gpus), 8)
+
+
 def hash_collisions(gpus: int, *, trials: int = 20, seed: int = 0, max_k: int = 6) -> Any:
     """Share of flows that share their busiest link with ``k - 1`` others, ``k = 1 ..
     max_k`` (the last bin is ``>= max_k``), under MurmurHash3 ECMP (vClos §3.1, Fig. 2).
@@ -599,9 +629,9 @@ def hash_collisions(gpus: int, *, trials: int = 20, seed: int = 0, max_k: int = 
     >>> round(float(shares.sum()), 6), bool(shares[0] < 1)
     (1.0, True)
     """
-    from lumoscore.fabric.leafspine import LeafSpineFabric, leaf_spine_shape
+    from lumoscore.fabric.leafspine import LeafSpineFabric
 
-    L, S = leaf_spine_shape(int(gpus), 8)
+    L, S = fig2_shape(gpus)
     rng = np.random.default_rng(seed)
     counts = np.zeros(max_k)
     for trial in range(trials):
@@ -633,6 +663,8 @@ def run_vclos_fig2(
     ``fig2.csv``/``.md`` and ``fig2.png``/``.svg``."""
     from lumoscore.experiments.presets import TaskOutput, _new_figure, _save_figure, _write_table
 
+    for gpus in scales_gpus:  # (every size checked before anything is written)
+        fig2_shape(gpus)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = []

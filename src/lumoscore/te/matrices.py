@@ -37,8 +37,14 @@ FloatArray = NDArray[np.float64]
 def check_traffic(
     traffic: Any, *, pods: int | None = None, name: str = "traffic matrix"
 ) -> FloatArray:
-    """``traffic`` as a float array, checked: ``(P, P)`` or ``(T, P, P)`` (``P = pods`` when
-    given), finite, non-negative, zero diagonal; a ConfigError naming the first violation."""
+    """``traffic`` as a float array, checked: real, ``(P, P)`` or ``(T, P, P)`` (``P = pods``
+    when given), finite, non-negative, zero diagonal; a ConfigError naming the first
+    violation."""
+    if np.iscomplexobj(traffic):  # (a cast would drop the imaginary parts with a warning)
+        raise ConfigError(
+            f"{name}: complex entries (dtype {np.asarray(traffic).dtype}); allowed: real "
+            "numbers >= 0"
+        )
     try:
         a = np.asarray(traffic, dtype=np.float64)
     except (TypeError, ValueError) as exc:

@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from lumoscore.decompose.errors import DecompositionInputError
+from lumoscore.decompose.validation import as_integer_matrix
 from lumoscore.errors import ConfigError
 from lumoscore.fileio import atomic_write_text, read_text
 from lumoscore.toe.model import CIRCUIT_COLUMNS
@@ -49,6 +51,10 @@ CONFIG_FORMAT = "lumoscore-ocs-config"
 
 def load_demand(path: str | Path) -> NDArray[np.int64]:
     """Read a demand matrix (``.csv`` or ``.npy``, 2-D or 3-D) as int64.
+
+    Entries are integers (integer-valued floats too) whose magnitudes sum to at most
+    :data:`~lumoscore.decompose.validation.MAX_TOTAL` (so row sums cannot overflow int64);
+    anything else is a ConfigError naming the file.
 
     Examples
     --------
@@ -79,10 +85,18 @@ def load_demand(path: str | Path) -> NDArray[np.int64]:
         raise ConfigError(f"{p}: demand must be 2-D (P, P) or 3-D (H, P, P), got {arr.shape}")
     if not np.issubdtype(arr.dtype, np.number):
         raise ConfigError(f"{p}: demand must be numeric, got dtype {arr.dtype}")
+    if arr.dtype.kind == "c":
+        raise ConfigError(
+            f"{p}: demand has complex entries (dtype {arr.dtype}); allowed: integers "
+            "(integer-valued floats too)"
+        )
     if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
         bad = np.argwhere(~np.isfinite(arr) | (arr != np.round(arr)))[0].tolist()
         raise ConfigError(f"{p}: demand entry {bad} = {arr[tuple(bad)]} is not an integer")
-    return arr.astype(np.int64)
+    try:  # (entries and their sum at most MAX_TOTAL: exact in int64 and in float64)
+        return as_integer_matrix(arr, name=f"{p}: demand", ndim=arr.ndim, allow_negative=True)
+    except DecompositionInputError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def write_config(path: str | Path, circuits: Any, **meta: Any) -> None:

@@ -35,6 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 from lumoscore.errors import ConfigError
 from lumoscore.fileio import read_text
 from lumoscore.hardware.sizing import radix
+from lumoscore.limits import MAX_PORT_GBPS, MIN_PORT_GBPS
 
 __all__ = ["ClusterSpec", "load_cluster"]
 
@@ -59,7 +60,8 @@ class ClusterSpec(pydantic.BaseModel):
     ocs_ports : int
         Ports of one OCS (``K_ocs``, one egress + one ingress per port).
     port_gbps : float
-        Speed of every electrical port in Gb/s.
+        Speed of every electrical port in Gb/s, from
+        :data:`~lumoscore.limits.MIN_PORT_GBPS` to :data:`~lumoscore.limits.MAX_PORT_GBPS`.
     """
 
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
@@ -70,7 +72,17 @@ class ClusterSpec(pydantic.BaseModel):
     tau: int = pydantic.Field(default=2, ge=1, description="links between a leaf and a spine")
     gpus_per_server: int = pydantic.Field(default=8, ge=1, description="GPUs per server")
     ocs_ports: int = pydantic.Field(default=512, ge=1, description="ports per OCS")
-    port_gbps: float = pydantic.Field(default=1600.0, gt=0, description="port speed, Gb/s")
+    port_gbps: float = pydantic.Field(default=1600.0, description="port speed, Gb/s")
+
+    @pydantic.field_validator("port_gbps")
+    @classmethod
+    def _check_port_gbps(cls, value: float) -> float:
+        if not MIN_PORT_GBPS <= value <= MAX_PORT_GBPS:  # (NaN and infinities too)
+            raise ValueError(
+                f"must be a number from {MIN_PORT_GBPS:g} to {MAX_PORT_GBPS:g} (Gb/s), "
+                f"got {value!r}"
+            )
+        return value
 
     @pydantic.model_validator(mode="after")
     def _check_divisibility(self) -> ClusterSpec:

@@ -34,6 +34,7 @@ import pandas as pd
 
 from lumoscore.errors import ConfigError
 from lumoscore.fileio import read_text
+from lumoscore.limits import MAX_GPUS
 from lumoscore.npsets import unique
 from lumoscore.workload.distributions import PAPER_SIZE_MIX, round_down_pow2
 from lumoscore.workload.errors import TraceFormatError
@@ -219,6 +220,14 @@ def import_helios(
                 col,
             )
     gpu_num = _numbers(frame["gpu_num"], "gpu_num", name, place)
+    bad = _first(gpu_num > MAX_GPUS)
+    if bad is not None:  # (a count no cluster has, nor int64 holds)
+        raise TraceFormatError(
+            f"{name}: {place(bad)}, column gpu_num: must be at most {MAX_GPUS} (MAX_GPUS), got "
+            f"{gpu_num[bad]:g}",
+            place(bad),
+            "gpu_num",
+        )
     duration = _numbers(frame["duration"], "duration", name, place)
     submit = _times_s(frame["submit_time"], name, place)
     keep = (gpu_num >= 1) & (duration > min_duration_s)

@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.limits import MAX_TIME_S
 from lumoscore.workload.presets import get_preset
 from lumoscore.workload.trace import Trace, TraceMeta
 
@@ -169,9 +170,15 @@ def calibrate_beta(source: Trace | str, level: float, cluster_gpus: int | None =
     return preset.mean_gpu_seconds(gpus) / (level * gpus)
 
 
-def with_level(trace: Trace, level: float, cluster_gpus: int | None = None) -> Trace:
+def with_level(
+    trace: Trace, level: float, cluster_gpus: int | None = None, *, name: str = "level"
+) -> Trace:
     """Rescale the arrival times (around the first arrival) so the trace's measured level is
     ``level``; run times and sizes are unchanged.
+
+    A ``level`` so low that the last arrival would be later than
+    :data:`~lumoscore.limits.MAX_TIME_S` is a ConfigError naming ``name`` (the CLI passes
+    ``--load``) and the lowest level allowed.
 
     Examples
     --------
@@ -180,11 +187,21 @@ def with_level(trace: Trace, level: float, cluster_gpus: int | None = None) -> T
     >>> round(workload_level(t), 9), t.meta.load
     (0.9, 0.9)
     """
-    level = _positive("level", level)
+    level = _positive(name, level)
     gpus = _cluster(trace, cluster_gpus)
-    factor = workload_level(trace, gpus) / level
+    measured = workload_level(trace, gpus)
+    factor = measured / level
     first = trace.arrival_s[0]
-    arrival = first + (trace.arrival_s - first) * factor
+    with np.errstate(over="ignore"):  # (checked below)
+        arrival = first + (trace.arrival_s - first) * factor
+    if not arrival[-1] <= MAX_TIME_S:
+        span = float(trace.arrival_s[-1] - first)
+        lowest = span * measured / (MAX_TIME_S - float(first)) * 1.01  # (1 % inside)
+        to = f"to {arrival[-1]:.3g} s" if np.isfinite(arrival[-1]) else "past the float range"
+        raise ConfigError(
+            f"{name}={level!r} moves the last arrival {to}, beyond the limit of "
+            f"{MAX_TIME_S:.0e} s (MAX_TIME_S); allowed: {name} >= {lowest:.3g} for this trace"
+        )
     old = trace.meta
     meta = TraceMeta(
         preset=old.preset,

@@ -64,6 +64,7 @@ True
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -73,7 +74,7 @@ import pandas as pd
 from scipy import special
 
 from lumoscore.errors import ConfigError
-from lumoscore.limits import check_gpus, check_jobs, check_seed
+from lumoscore.limits import MAX_TIME_S, check_gpus, check_jobs, check_seed
 from lumoscore.workload.distributions import (
     HELIOS_DURATION,
     PAPER_SIZE_MIX,
@@ -410,10 +411,40 @@ def draw_parallelism(
 
 
 def _check_positive(name: str, value: float | None) -> None:
+    """Raise a ConfigError naming ``name`` unless ``value`` is None or a finite number > 0."""
     if value is not None and not (isinstance(value, int | float) and math.isfinite(value)):
         raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
     if value is not None and value <= 0:
         raise ConfigError(f"{name} must be > 0, got {value!r}")
+
+
+def _late_arrivals(
+    last_s: float,
+    unit_last: float,
+    beta_at_level_1: float,
+    *,
+    n: int,
+    value: float | None,
+    name: str,
+    by_load: bool,
+) -> ConfigError:
+    """The error for arrivals later than MAX_TIME_S, with the allowed range of ``name``.
+
+    ``unit_last`` is the last arrival at a mean gap of 1 s (arrivals scale with the mean gap);
+    ``beta_at_level_1`` the mean gap of workload level 1 (the mean gap is inversely
+    proportional to the level). The bounds shown are rounded 1 % into the allowed range.
+    """
+    max_beta = MAX_TIME_S / unit_last if unit_last > 0 else sys.float_info.max
+    spread = f"{last_s:.3g} s" if math.isfinite(last_s) else "more than the float range"
+    if by_load:
+        allowed = f"{name} >= {beta_at_level_1 / max_beta * 1.01:.3g}"
+    else:
+        allowed = f"0 < {name} <= {max_beta * 0.99:.3g}"
+    return ConfigError(
+        f"{name}={value!r} spreads {n} arrival(s) over {spread}, beyond the limit of "
+        f"{MAX_TIME_S:.0e} s (MAX_TIME_S); allowed: {allowed} (for this preset, seed, job "
+        f"count and cluster size)"
+    )
 
 
 def generate_trace(
@@ -425,6 +456,7 @@ def generate_trace(
     beta_s: float | None = None,
     load: float | None = None,
     load_basis: str = "sample",
+    names: Mapping[str, str] | None = None,
 ) -> Trace:
     """Generate a synthetic trace.
 
@@ -449,6 +481,9 @@ def generate_trace(
         exactly, as the paper adjusts the intervals of its fixed job set; ``"expected"`` uses
         the closed-form ``beta_s = E[gpus * duration] / (load * cluster_gpus)``, whose level is
         ``load`` only on average (run times are heavy-tailed, so a short trace can be far off).
+    names : mapping of str to str, optional
+        How error messages name ``beta_s`` and ``load`` (the CLI passes
+        ``{"beta_s": "--beta", "load": "--load"}``); default their own names.
 
     Returns
     -------
@@ -462,7 +497,9 @@ def generate_trace(
     ------
     ConfigError
         Unknown preset (lists the allowed ones), both ``beta_s`` and ``load``, non-positive
-        values, ``cluster_gpus < 8``.
+        values, ``cluster_gpus < 8``, a ``beta_s`` so large or a ``load`` so small that the
+        last arrival would be later than :data:`~lumoscore.limits.MAX_TIME_S` (the message
+        gives the allowed range).
 
     Examples
     --------
@@ -484,10 +521,14 @@ def generate_trace(
         raise ConfigError(f"cluster_gpus must be an integer >= 8, got {cluster_gpus!r}")
     check_gpus(int(cluster_gpus), "cluster_gpus")
     check_jobs(int(n_jobs), "n_jobs")
+    beta_name = (names or {}).get("beta_s", "beta_s")
+    load_name = (names or {}).get("load", "load")
     if beta_s is not None and load is not None:
-        raise ConfigError("give either beta_s (mean inter-arrival time) or load, not both")
-    _check_positive("beta_s", beta_s)
-    _check_positive("load", load)
+        raise ConfigError(
+            f"give either {beta_name} (mean inter-arrival time) or {load_name}, not both"
+        )
+    _check_positive(beta_name, beta_s)
+    _check_positive(load_name, load)
     if load_basis not in LOAD_BASES:
         raise ConfigError(f"load_basis {load_basis!r} (allowed: {', '.join(LOAD_BASES)})")
     n = int(n_jobs)
@@ -519,14 +560,17 @@ def generate_trace(
         load = spec.default_load
     if load is None:
         beta = float(spec.default_beta_s if beta_s is None else beta_s)  # type: ignore[arg-type]
+        beta_at_level_1 = math.nan
     elif load_basis == "sample" and n > 1:
         # Measured level = (n-1)/span * mean(gpus*duration) / cluster_gpus; span = beta * U.
         mean_gs = float(np.mean(gpus * duration_s))
         unit_span = unit_arrival[-1] - unit_arrival[0]
         with np.errstate(over="ignore"):  # (a level too high to represent: beta 0)
             beta = (n - 1) * mean_gs / (unit_span * load * cluster_gpus)
+        beta_at_level_1 = (n - 1) * mean_gs / (unit_span * cluster_gpus)
     else:
         beta = spec.mean_gpu_seconds(int(cluster_gpus)) / (load * cluster_gpus)
+        beta_at_level_1 = spec.mean_gpu_seconds(int(cluster_gpus)) / cluster_gpus
 
     shares = {
         f"share_{cls}": pd.Series(model)
@@ -536,7 +580,18 @@ def generate_trace(
     }
     # With the first gap kept, cumsum(gaps * beta) is numpy's cumsum(exponential(beta, n)),
     # bit for bit: the research generator's arrivals.
-    arrival_s = np.cumsum(gaps * beta) if spec.first_arrival_after_gap else unit_arrival * beta
+    with np.errstate(over="ignore", invalid="ignore"):  # (checked below)
+        arrival_s = np.cumsum(gaps * beta) if spec.first_arrival_after_gap else unit_arrival * beta
+    if not (math.isfinite(beta) and arrival_s[-1] <= MAX_TIME_S):
+        raise _late_arrivals(
+            arrival_s[-1],
+            float(unit_arrival[-1]),
+            beta_at_level_1,
+            n=n,
+            value=beta_s if load is None else load,
+            name=beta_name if load is None else load_name,
+            by_load=load is not None,
+        )
     frame = pd.DataFrame(
         {
             "job_id": np.arange(n, dtype=np.int64),

@@ -58,6 +58,7 @@ import pandas as pd
 
 from lumoscore.errors import ConfigError
 from lumoscore.fileio import read_text
+from lumoscore.limits import MAX_GPUS
 from lumoscore.workload.errors import TraceFormatError
 from lumoscore.workload.trace import Trace
 
@@ -130,15 +131,47 @@ def _csv(text: str, columns: tuple[str, ...], name: str) -> pd.DataFrame:
     return frame
 
 
-def _num(frame: pd.DataFrame, col: str, name: str, *, empty_ok: bool = False) -> np.ndarray:
+def _line(frame: pd.DataFrame, i: int) -> str:
+    """The file line of row ``i`` of a table read by :func:`_csv`."""
+    return f"line {i + frame.attrs.get('first_line', 1)}"
+
+
+def _num(
+    frame: pd.DataFrame,
+    col: str,
+    name: str,
+    *,
+    empty_ok: bool = False,
+    low: float | None = None,
+    high: float | None = None,
+) -> np.ndarray:
+    """Column ``col`` as floats (NaN where empty, if ``empty_ok``), each number at least
+    ``low`` and at most ``high`` when given; a TraceFormatError naming the file, line and
+    column otherwise."""
     raw = frame[col].astype(str).str.strip()
     values = pd.to_numeric(raw.replace("", np.nan), errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(values) & ~(empty_ok & (raw == "").to_numpy())
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        line = i + frame.attrs.get("first_line", 1)
+        where = _line(frame, i)
         raise TraceFormatError(
-            f"{name}: line {line}, column {col}: not a number: {raw.iloc[i]!r}", f"line {line}", col
+            f"{name}: {where}, column {col}: not a number: {raw.iloc[i]!r}", where, col
+        )
+    out = np.zeros(values.size, dtype=bool)  # (NaN, an empty value, is never out of range)
+    if low is not None:
+        out |= values < low
+    if high is not None:
+        out |= values > high
+    if out.any():
+        i = int(np.flatnonzero(out)[0])
+        where = _line(frame, i)
+        limit = " (MAX_GPUS)" if high == MAX_GPUS else ""
+        if high is None:
+            allowed = f">= {low:g}"
+        else:
+            allowed = (f"<= {high}" if low is None else f"from {low:g} to {high}") + limit
+        raise TraceFormatError(
+            f"{name}: {where}, column {col}: must be {allowed}, got {raw.iloc[i]}", where, col
         )
     return values
 
@@ -149,11 +182,23 @@ def _states(raw: pd.Series, fmt: str) -> np.ndarray:
 
 
 def _alibaba_2020(frame: pd.DataFrame, name: str) -> pd.DataFrame:
-    inst = _num(frame, "inst_num", name)
-    share = _num(frame, "plan_gpu", name, empty_ok=True)
+    inst = _num(frame, "inst_num", name, low=0)
+    share = _num(frame, "plan_gpu", name, empty_ok=True, low=0)
     start = _num(frame, "start_time", name, empty_ok=True)
     end = _num(frame, "end_time", name, empty_ok=True)
-    gpu = np.nan_to_num(inst * share / 100.0)
+    with np.errstate(over="ignore"):  # (checked below)
+        gpu = np.nan_to_num(inst * share / 100.0)
+    big = np.flatnonzero(gpu > MAX_GPUS)
+    if big.size:
+        i = int(big[0])
+        where = _line(frame, i)
+        raise TraceFormatError(
+            f"{name}: {where}, columns inst_num, plan_gpu: {frame['inst_num'].iloc[i].strip()} "
+            f"instances x {frame['plan_gpu'].iloc[i].strip()} % of a GPU; allowed: at most "
+            f"{MAX_GPUS} GPUs a task (MAX_GPUS)",
+            where,
+            "plan_gpu",
+        )
     tasks = pd.DataFrame(
         {
             "job": frame["job_name"].astype(str).str.strip(),
@@ -170,6 +215,15 @@ def _alibaba_2020(frame: pd.DataFrame, name: str) -> pd.DataFrame:
     jobs = jobs[jobs["gpu"] > 0]  # (a job's run time spans all its tasks, GPU or not)
     if jobs.empty:
         raise TraceFormatError(f"{name}: no job with a GPU task that started and ended")
+    big = np.flatnonzero(jobs["gpu"].to_numpy() > MAX_GPUS)
+    if big.size:
+        job = jobs.index[int(big[0])]
+        raise TraceFormatError(
+            f"{name}: job {job!r}: its tasks ask for {jobs['gpu'].iloc[int(big[0])]:.6g} GPUs "
+            f"(sum of inst_num x plan_gpu / 100); allowed: at most {MAX_GPUS} (MAX_GPUS)",
+            f"job {job}",
+            "plan_gpu",
+        )
     return pd.DataFrame({
         "job_id": jobs.index.to_numpy(),
         "gpu_num": np.ceil(jobs["gpu"].to_numpy() - 1e-9).astype(np.int64),
@@ -180,7 +234,7 @@ def _alibaba_2020(frame: pd.DataFrame, name: str) -> pd.DataFrame:
 
 
 def _alibaba_2023(frame: pd.DataFrame, name: str) -> pd.DataFrame:
-    gpus = _num(frame, "num_gpu", name)
+    gpus = _num(frame, "num_gpu", name, low=0, high=MAX_GPUS)
     created = _num(frame, "creation_time", name)
     scheduled = _num(frame, "scheduled_time", name, empty_ok=True)
     deleted = _num(frame, "deletion_time", name, empty_ok=True)

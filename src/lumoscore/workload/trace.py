@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from lumoscore.errors import ConfigError
+from lumoscore.limits import MAX_TIME_S
 from lumoscore.workload.errors import TraceFormatError
 from lumoscore.workload.job import COLLECTIVES, KNOWN_MODEL_SHARES, ExposedShares, Job
 
@@ -235,9 +236,10 @@ def columns_from_frame(
     TraceFormatError
         Naming the row and column of the first problem found: a missing or unknown column, an
         empty or non-numeric value, a non-integer count, a negative time, a non-positive
-        duration, ``gpus != tp * pp * dp``, ``ep`` not dividing ``gpus``, an unknown model
-        without shares, an unknown collective, shares outside ``[0, 1)`` or summing to 1 or
-        more, a deadline before arrival, a repeated ``job_id`` or arrivals out of order.
+        duration, an arrival or a duration above :data:`~lumoscore.limits.MAX_TIME_S`,
+        ``gpus != tp * pp * dp``, ``ep`` not dividing ``gpus``, an unknown model without
+        shares, an unknown collective, shares outside ``[0, 1)`` or summing to 1 or more, a
+        deadline before arrival, a repeated ``job_id`` or arrivals out of order.
 
     Examples
     --------
@@ -293,6 +295,14 @@ def columns_from_frame(
 
     for col in ("arrival_s", "duration_s"):
         values, _ = _numeric_column(frame[col], col, place, source, allow_empty=False)
+        bad = _first(values > MAX_TIME_S)
+        if bad is not None:
+            raise _fail(
+                source,
+                place(bad),
+                col,
+                f"must be at most {MAX_TIME_S:.0e} s (MAX_TIME_S), got {_show(values[bad])}",
+            )
         out[col] = values
     bad = _first(out["arrival_s"] < 0)
     if bad is not None:
