@@ -41,6 +41,29 @@ def test_path_lp_equals_edge_flow_lp(pods: int, seed: int, density: float) -> No
     assert res.load.sum() >= tm.sum() - 1e-6  # two-hop traffic loads two links
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    traffic_exp=st.integers(-250, 250),
+    cap_exp=st.integers(-5, 5),
+    method=st.sampled_from(["full", "columns"]),
+)
+def test_the_mlu_scales_with_the_traffic(
+    seed: int, traffic_exp: int, cap_exp: int, method: str
+) -> None:
+    """MLU(s D, c C) = (s / c) MLU(D, C) for any units: HiGHS's absolute tolerances gave 0 at
+    1e-10 of the traffic, a third too much at 1e9 (columns), 'model error' from 1e20."""
+    rng = np.random.default_rng(seed)
+    cap = full_mesh(9, 4).sum(axis=0) * 400.0
+    tm = gravity_traffic(9, seed=int(rng.integers(1000)), total=9 * 1200.0)[0]
+    base = min_mlu(cap, tm, method=method).mlu  # type: ignore[arg-type]
+    s, c = 10.0**traffic_exp, 10.0**cap_exp
+    res = min_mlu(cap * c, tm * s, method=method)  # type: ignore[arg-type]
+    assert res.mlu == pytest.approx(base * s / c, rel=1e-7)
+    assert (res.load <= res.mlu * cap * c * (1 + 1e-6)).all()  # loads within the MLU
+    assert res.load.sum() >= tm.sum() * s * (1 - 1e-9)  # and carrying the demand
+
+
 def test_closed_forms() -> None:
     # one pair, direct link only (two pods): MLU = demand / capacity
     assert min_mlu([[0, 4.0], [4.0, 0]], [[0, 3.0], [0, 0]]).mlu == pytest.approx(0.75)

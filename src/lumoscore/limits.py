@@ -39,8 +39,7 @@ MAX_RUNS = 100_000
 #: from the float range and a clock near it still resolves a millisecond.
 MAX_TIME_S = 1e12
 #: Slowest and fastest port speed of a cluster file, in Gb/s (1 Mb/s to 100 Tb/s, 60 times
-#: the paper's 1.6 Tb/s): far beyond them the capacities of the traffic-engineering LPs leave
-#: the range in which HiGHS's tolerances hold (wrong MLUs, "infeasible", "model error").
+#: the paper's 1.6 Tb/s): a value outside is a typo or a unit mistake, not a switch.
 MIN_PORT_GBPS = 1e-3
 MAX_PORT_GBPS = 1e5
 

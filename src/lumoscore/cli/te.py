@@ -130,10 +130,10 @@ def te(
     table.add_column("snapshot", justify="right")
     table.add_column("MLU", justify="right")
     for k, v in enumerate(mlu):
-        table.add_row(str(k), f"{v:.4f}")
+        table.add_row(str(k), _mlu(v))
     out_console().print(table)
     out_console().print(
-        f"mean MLU {doc['mean_mlu']:.4f}, max {doc['max_mlu']:.4f}, LTCR {real.ltcr:.4f}, "
+        f"mean MLU {_mlu(doc['mean_mlu'])}, max {_mlu(doc['max_mlu'])}, LTCR {real.ltcr:.4f}, "
         f"largest gap {doc['max_gap']:.1e} ({method}), TE {doc['te_solve_s']:.2f} s"
     )
 
@@ -152,6 +152,17 @@ def _plot(path: Path, mlu: list[float], title: str) -> None:
     ax.set_ylabel("MLU")
     ax.set_title(title, fontsize=9)
     save_figures(fig, path.parent, path.stem, formats=(path.suffix.lower()[1:],), dpi=150)
+
+
+def _mlu(value: float) -> str:
+    """An MLU for the terminal: 4 decimals, or 4 significant digits far from 1.
+
+    Examples
+    --------
+    >>> [_mlu(v) for v in (0.14835, 0.0, 6.25e16, 3e-9)]
+    ['0.1484', '0.0000', '6.25e+16', '3e-09']
+    """
+    return f"{value:.4f}" if value == 0 or 1e-3 <= abs(value) < 1e6 else f"{value:.4g}"
 
 
 def register(app: typer.Typer) -> None:

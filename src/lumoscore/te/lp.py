@@ -23,6 +23,7 @@ conservation at the intermediate pods, an independent formulation used to check 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -277,11 +278,16 @@ def min_mlu(
         return _certified(cap, tm, eps)
     if method == "auto":
         method = "full" if s.size * max(P - 2, 0) <= FULL_LP_PATHS else "columns"
+    # HiGHS's tolerances are absolute (1e-7): the LP is solved on traffic and capacities
+    # scaled by powers of two to a largest entry in [0.5, 1), and mapped back exactly
+    a, b = _unit(tm), _unit(cap)
+    tm_u, cap_u = tm / a, cap / b
     if method == "full":
         q, k = two_hop_paths(cap > 0, s, t)
-        x, mlu, (links, inc), (_, direct) = _solve_paths(cap, tm, s, t, q, k)
+        x, mlu, (links, inc), (_, direct) = _solve_paths(cap_u, tm_u, s, t, q, k)
     else:
-        x, mlu, (links, inc), direct, q, k = _columns(cap, tm, s, t, start)
+        x, mlu, (links, inc), direct, q, k = _columns(cap_u, tm_u, s, t, start)
+    x, mlu = x * a, mlu * (a / b)
     load = np.zeros(P * P)
     load[links] = inc @ x
     nd = direct.size
@@ -289,6 +295,13 @@ def min_mlu(
     transit = np.stack([s[q[used]], k[used], t[q[used]]], axis=1).astype(np.int64)
     share = float(x[:nd].sum() / tm[s, t].sum())
     return TEResult(mlu, load.reshape(P, P), share, transit, mlu)
+
+
+def _unit(m: FloatArray) -> float:
+    """The power of two ``2**e`` with ``m.max() / 2**e`` in ``[0.5, 1)`` (1 for a zero
+    matrix): dividing by it is exact."""
+    top = float(m.max())
+    return math.ldexp(1.0, math.frexp(top)[1]) if top > 0 else 1.0
 
 
 def _certified(cap: FloatArray, tm: FloatArray, eps: float) -> TEResult:
