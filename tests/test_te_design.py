@@ -13,6 +13,7 @@ from lumoscore.errors import ConfigError
 from lumoscore.te import (
     facebook_traffic,
     full_mesh,
+    gravity_traffic,
     min_mlu,
     min_mlu_series,
     realize,
@@ -120,6 +121,20 @@ def test_robust_design_beats_the_full_mesh_and_fits_the_ports(pods: int, seed: i
     # the fractional design routes every matrix at its MLU (a second LP agrees)
     frac = design.fractional
     assert max(min_mlu(frac, d).mlu for d in window) == pytest.approx(design.mlu, rel=1e-6)
+
+
+@settings(max_examples=20, deadline=None)
+@given(traffic_exp=st.integers(-200, 200), port_exp=st.integers(-3, 5), seed=st.integers(0, 99))
+def test_robust_design_does_not_depend_on_the_units(
+    traffic_exp: int, port_exp: int, seed: int
+) -> None:
+    """design.mlu scales with traffic / capacity over any units (10^6 times the traffic
+    gave twice the MLU, 10^9 inf, 10^-12 'unbounded')."""
+    tm = gravity_traffic(6, snapshots=3, seed=seed, total=2400.0)
+    base = robust_topology(tm, 2, 4, port_gbps=400.0).mlu
+    s, port = 10.0**traffic_exp, 10.0**port_exp
+    got = robust_topology(tm * s, 2, 4, port_gbps=port).mlu
+    assert got == pytest.approx(base * s * 400.0 / port, rel=1e-7)
 
 
 def test_robust_design_rejects_bad_parameters() -> None:

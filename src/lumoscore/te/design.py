@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 from scipy.optimize import linprog
 
 from lumoscore.errors import ConfigError, SolverError
-from lumoscore.te.lp import path_incidence, two_hop_paths
+from lumoscore.te.lp import _unit, path_incidence, two_hop_paths
 from lumoscore.te.matrices import check_traffic
 
 __all__ = ["MAX_DESIGN_PATHS", "RobustDesign", "demand_topology", "full_mesh", "robust_topology"]
@@ -181,6 +181,15 @@ def robust_topology(
             f"max_matrices: a design over {chosen.size} matrices of {P} pods has {paths:,} "
             f"path variables (limit {MAX_DESIGN_PATHS:,}); use fewer matrices"
         )
+    # HiGHS's tolerances are absolute: far from unit scale (traffic or circuit capacity, or
+    # their ratio, beyond 2^+-10..20) the LP is solved on both divided by powers of two
+    # (exact), theta mapped back below; in range, as given (its optimum is degenerate: a
+    # rescaled solve may pick another optimal design)
+    top = float(window.max())
+    a = b = 1.0
+    if not (2.0**-10 <= top <= 2.0**20 and 2.0**-10 <= port_gbps / top <= 2.0**10):
+        a, b = _unit(window), _unit(np.array([port_gbps], dtype=np.float64))
+        window, port_gbps = window / a, port_gbps / b
     iu, ju = np.triu_indices(P, 1)
     pair = np.full((P, P), -1)
     pair[iu, ju] = pair[ju, iu] = np.arange(iu.size)
@@ -230,7 +239,7 @@ def robust_topology(
                   bounds=(0, None), method="highs")  # fmt: skip
     if res.status != 0:
         raise SolverError(f"HiGHS: {res.message}")
-    theta = float(res.x[n_pair])
+    theta = float(res.x[n_pair]) * (b / a)
     frac = np.zeros((P, P))
     frac[iu, ju] = frac[ju, iu] = res.x[:n_pair]
     weights = np.where(frac > 1e-6 * max(frac.max(), 1e-300), frac, 0.0)
