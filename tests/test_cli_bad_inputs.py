@@ -178,6 +178,10 @@ def _simulate_512(arch: str, option: str) -> list[str]:
         (["trace", "import", ".", "--format", "helios", "--out", "t.csv"], "is a directory"),
         (_simulate_512("best", "gpus_per_server=0"), "gpus_per_server=0: must be >= 1"),
         (_simulate_512("lumoscore-51.2T-tau2", "backup=maybe"), "expected bool"),
+        (
+            _simulate_512("vclos-leaf-spine", "port_gbps=1e-300"),
+            "port_gbps: must be a number from 0.001 to 100000 (Gb/s), got 1e-300",
+        ),
         (["simulate", "--trace", str(TRACE50), "--jobs", "3"], "--jobs: only with --preset"),
         (
             ["simulate", "--trace", str(TRACE50), "--jobs", "3", "--load", "0.5"],

@@ -16,7 +16,7 @@ import pydantic
 import typer
 from rich.console import Console
 
-from lumoscore.errors import LumosError
+from lumoscore.errors import LumosError, format_validation_error
 from lumoscore.fileio import json_text
 
 __all__ = [
@@ -150,14 +150,6 @@ def _os_message(exc: OSError) -> str:
     return f"{exc.filename}: {reason}" if exc.filename is not None else reason
 
 
-def _format_validation_error(exc: pydantic.ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "input"
-        parts.append(f"{loc}: {err.get('msg', 'invalid value')}")
-    return "; ".join(parts)
-
-
 # Typer >= 0.26 vendors its own copy of Click; older releases use Click itself. Catch both.
 _EXIT = tuple({typer.Exit, click.exceptions.Exit})
 _ABORT = tuple({typer.Abort, click.exceptions.Abort})
@@ -204,7 +196,7 @@ def run_guarded(call: Callable[[], Any], state: CliState | None = None) -> int:
             return 0  # the help text was printed: that is the answer
         return _fail(_usage_message(exc), exc, state)
     except pydantic.ValidationError as exc:
-        return _fail(_format_validation_error(exc), exc, state)
+        return _fail(format_validation_error(exc), exc, state)
     except LumosError as exc:
         return _fail(_first_line(str(exc)), exc, state)
     except OSError as exc:
