@@ -321,6 +321,14 @@ def test_a_task_preset_without_cluster_sizes_refuses_gpus(name: str, tmp_path) -
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize(("name", "needle"), [("cw-fig5", "pod size"), ("table6", "pods of")])
+def test_a_task_refusing_its_sizes_leaves_no_folder(name: str, needle: str, tmp_path) -> None:
+    out = tmp_path / "new"
+    with pytest.raises(ConfigError, match=needle):
+        run_task(get_preset(name), out, gpus=[1000])
+    assert not out.exists()
+
+
 def test_the_cli_lists_gpus_only_for_task_presets_with_sizes(capsys) -> None:
     for name, allowed in (("fig10", "--out, --quick"), ("sec6.6", "--out, --gpus, --quick")):
         with pytest.raises(SystemExit) as info:

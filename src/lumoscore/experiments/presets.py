@@ -29,6 +29,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import itertools
@@ -1411,7 +1412,15 @@ def run_task(
         if not gpus or any(g < 8 for g in gpus):
             raise ConfigError(f"--gpus: cluster sizes >= 8, got {list(gpus)}")
         options["scales_gpus"] = list(gpus)
-    result = preset.task(out_dir, **options)
+    folder = Path(out_dir)
+    new = not folder.exists()
+    try:
+        result = preset.task(out_dir, **options)
+    except BaseException:
+        if new:  # a task refused before writing anything leaves no empty folder behind
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     doc = {**preset.summary(), "options": options, "files": [p.name for p in result.files]}
     info = atomic_write_text(
         Path(out_dir) / "preset.json", json.dumps(doc, indent=2, default=str) + "\n"
