@@ -397,3 +397,22 @@ def test_a_round_with_no_way_around_failed_links_stalls_until_the_repair(routing
     assert fast.stats["stalled_reroutes"] >= 1 and fast.summary["jobs"] == 2
     assert np.isfinite(fast.jobs["finish_s"]).all() and fast.jobs["finish_s"].max() > 2100.0
     np.testing.assert_allclose(fast.jobs["finish_s"], slow.jobs["finish_s"], rtol=1e-9)
+
+
+def test_failures_resume_after_every_unit_was_down() -> None:
+    """With every unit down at once no Poisson failure can be drawn; the first repair starts
+    them again (they stopped for good, so a higher rate gave fewer failures)."""
+    fab = make_fabric("clos-51.2T-3tier", 256)
+    n, _ = fab.failure_units("leaf-spine")
+    script = [(0.0, u, "fail") for u in range(n)] + [(60.0, u, "repair") for u in range(n)]
+    lf = LinkFailureModel(rate_per_cable_day=20.0, repair_s=3600.0, script=script)
+    jobs = generate_trace("lumoscore-published", 5, seed=2, cluster_gpus=256).jobs
+    res = Simulator(fab, jobs, link_failures=lf).run()
+    assert res.summary["jobs"] == len(jobs)
+    assert res.summary["link_failures"] > n  # Poisson failures after the repairs at 60 s
+
+
+def test_a_unit_down_most_of_the_time_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"each down 81 % of the time\); at most 1"):
+        LinkFailureModel(rate_per_cable_day=100.0, repair_s=3600.0)
+    LinkFailureModel(rate_per_cable_day=24.0, repair_s=3600.0)  # half the time: allowed

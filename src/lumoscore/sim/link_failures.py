@@ -70,7 +70,8 @@ class LinkFailureModel:
     rate_per_cable_day : float
         Poisson failures per working unit per day (0: none).
     repair_s : float
-        Time a Poisson failure takes to repair (> 0).
+        Time a Poisson failure takes to repair (> 0). ``rate_per_cable_day * repair_s`` is at
+        most one day (a unit down at most half the time).
     script : sequence of (float, int, str)
         Scripted events ``(time_s, unit, "fail" | "repair")``.
     element : str
@@ -106,6 +107,14 @@ class LinkFailureModel:
         if not (self.repair_s > 0 and math.isfinite(self.repair_s)):
             raise ConfigError(
                 f"link failures: repair_s must be a finite number > 0, got {self.repair_s}"
+            )
+        down = self.rate_per_cable_day * self.repair_s / _DAY_S
+        if down > 1:  # each unit down more than half the time: jobs would (nearly) never run
+            raise ConfigError(
+                f"link failures: rate_per_cable_day x repair_s = {down:.3g} days of repair a "
+                f"day per unit (each down {100 * down / (1 + down):.0f} % of the time); at "
+                f"most 1 (half the time): rate_per_cable_day <= {_DAY_S / self.repair_s:.4g} "
+                f"with repair_s = {self.repair_s:g}"
             )
         for i, ev in enumerate(self.script):
             if len(ev) != 3 or ev[2] not in ("fail", "repair") or not ev[0] >= 0:
@@ -153,6 +162,8 @@ class LinkOutages:
         # a ConfigError without units of the element
         self.n_cables, self.cable_bps = state.fabric.failure_units(failures.element)
         self.down = np.zeros(self.n_cables, bool)
+        #: Whether the next Poisson failure is scheduled (none while every unit is down).
+        self.drawing = False
         #: One record per event: see :data:`LINK_EVENT_COLUMNS`.
         self.events: list[dict[str, Any]] = []
         for key in ("link_failures", "link_repairs", "link_reroutes"):
@@ -176,9 +187,12 @@ class LinkOutages:
         self._schedule_next(0.0)
 
     def _schedule_next(self, now: float) -> None:
+        """Schedule the next Poisson failure among the units up (none while every unit is
+        down: the first repair schedules it again, the process being memoryless)."""
         s = self.s
         rate = self.lf.rate_per_cable_day / _DAY_S * int((~self.down).sum())
-        if rate <= 0 or s.done >= s.records.n:
+        self.drawing = rate > 0 and s.done < s.records.n
+        if not self.drawing:
             return
         t = now + float(self.rng.exponential(1.0 / rate))
         s.queue.schedule(t, "linkdraw", priority=P_FINISH)
@@ -204,6 +218,8 @@ class LinkOutages:
         """Units are back: the waiting jobs are offered the links again (a job whose flows
         found no route waits for a repair as others wait for GPUs)."""
         self._change(np.asarray(ev.data, dtype=np.int64), False, ev.time_s)
+        if not self.drawing:  # every unit was down: failures resume with this one up
+            self._schedule_next(ev.time_s)
         if self.admission is not None and self.admission.waiting:
             self.admission.try_start(ev.time_s)
 
