@@ -176,6 +176,10 @@ def _simulate_512(arch: str, option: str) -> list[str]:
         (["run", "--preset", "testbed-static", "--gpus", "512"], "no cluster sizes"),
         (["trace", "import", str(CLUSTER), "--format", "helios", "--gpus", "0"], "'--gpus'"),
         (["trace", "import", ".", "--format", "helios", "--out", "t.csv"], "is a directory"),
+        (
+            ["trace", "import", str(CLUSTER), "--format", "helios", "--max-gpus", "99999999999"],
+            "'--max-gpus'",
+        ),
         (_simulate_512("best", "gpus_per_server=0"), "gpus_per_server=0: must be >= 1"),
         (_simulate_512("lumoscore-51.2T-tau2", "backup=maybe"), "expected bool"),
         (

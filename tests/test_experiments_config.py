@@ -133,6 +133,16 @@ def test_an_experiment_of_too_many_runs_is_refused_at_once(tmp_path: Path) -> No
     assert "expands to 120000 runs" in msg and "at most 100000" in msg
 
 
+def test_a_bare_dotted_architecture_key_is_explained(tmp_path: Path) -> None:
+    text = (
+        'architectures = ["clos-25.6T-4tier"]\ngpus = 512\n'
+        'fabric_options = { clos-25.6T-4tier = { probe_hash = "least-loaded" } }\n'
+    )
+    msg = error_of(tmp_path, text)
+    assert "fabric_options: clos-25.6T-4tier was read as two nested keys" in msg
+    assert 'quote the name: "clos-25.6T-4tier"' in msg
+
+
 def test_integers_are_numbers(tmp_path: Path) -> None:
     exp = load(tmp_path, 'architectures = ["best"]\neps = 0\nbeta_s = 2000\n')
     run = expand(exp)[0]

@@ -173,3 +173,18 @@ def test_report_of_part_of_an_experiment_says_so(
     assert info.value.code in (0, None)
     assert len(ResultStore(out).keys()) == 2 and "not stored" not in capsys.readouterr().err
     assert "not stored" not in (out / "report" / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("text", ["[]", "{}", '{"key": "zzzz"}', '{"key": "K", "config": 5}'])
+def test_a_run_json_of_the_wrong_shape_is_a_damaged_run(store_dir: Path, tmp_path: Path,
+                                                        text: str) -> None:  # fmt: skip
+    """Valid JSON that is not a run's record: the report names the damaged run (it raised a
+    TypeError or KeyError)."""
+    import shutil as sh
+
+    copy = tmp_path / "store"
+    sh.copytree(store_dir, copy)
+    key = ResultStore(copy).keys()[0]
+    (copy / "runs" / key / "run.json").write_text(text.replace("K", key))
+    with pytest.raises(ConfigError, match=rf"run {key}: run.json is not a run's record"):
+        load_runs(copy)

@@ -17,6 +17,7 @@ import typer
 
 from lumoscore.cli._common import JsonOption, emit_json, to_jsonable
 from lumoscore.errors import ConfigError, PreconditionError
+from lumoscore.limits import MAX_GPUS
 from lumoscore.workload.importers import (
     SIZE_MAPPINGS,
     import_helios,
@@ -160,7 +161,7 @@ def import_(
         ),
     ] = "pow2",
     max_gpus: Annotated[
-        int, typer.Option("--max-gpus", min=8, help="Cluster logs: size cap.")
+        int, typer.Option("--max-gpus", min=8, max=MAX_GPUS, help="Cluster logs: size cap.")
     ] = 2048,
     seed: Annotated[
         int, typer.Option("--seed", min=0, help="Cluster logs: seed of model/PP/EP draws.")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -720,6 +721,24 @@ def expand(config: ExperimentConfig) -> list[RunConfig]:
     return list(seen.values())
 
 
+def _refuse_split_names(data: Mapping[str, Any], source: object) -> None:
+    """An architecture name written as a bare TOML key (``clos-25.6T-4tier = ...``) is split
+    at its dot into nested keys (``clos-25`` -> ``6T-4tier``): say so, not 'expected a
+    string, got {...}'."""
+    for table in ("routing", "placer", "fabric_options"):
+        entries = data.get(table)
+        if not isinstance(entries, dict):
+            continue
+        for head, inner in entries.items():
+            if isinstance(inner, dict) and re.fullmatch(r"[A-Za-z-]+\d+", str(head)):
+                tail = next((k for k in inner if re.match(r"\d+T", str(k))), None)
+                if tail is not None:
+                    raise ConfigError(
+                        f"{source}: {table}: {head}.{tail} was read as two nested keys (TOML "
+                        f'splits a bare key at each dot); quote the name: "{head}.{tail}"'
+                    )
+
+
 def check_trace_files(runs: Sequence[RunConfig]) -> None:
     """Read every trace file of ``runs`` once and check that each run's cluster holds every
     job of its file: such problems are the same for every seed and are told before anything
@@ -801,6 +820,7 @@ def experiment_from_dict(
             return name
         return str((base_dir / name).resolve())
 
+    _refuse_split_names(data, source)
     trace = data.get("trace")
     if isinstance(trace, dict) and "file" in trace:
         data["trace"] = {**trace, "file": beside(trace["file"])}

@@ -199,6 +199,18 @@ def _link_or_copy(src: Path, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
+def _is_record(doc: Any, key: str) -> bool:
+    """Whether a parsed ``run.json`` is run ``key``'s record (a damaged or foreign one is
+    reported by :meth:`ResultStore.damage` and left out of the index)."""
+    return (
+        isinstance(doc, dict)
+        and doc.get("key") == key
+        and isinstance(doc.get("config"), dict)
+        and isinstance(doc.get("summary", {}), dict)
+        and isinstance(doc.get("fabric", {}), dict)
+    )
+
+
 def _json_default(obj: Any) -> Any:
     if hasattr(obj, "item"):
         return obj.item()
@@ -270,7 +282,9 @@ class ResultStore:
             doc = json.loads((d / "run.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return "run.json is missing or unreadable"
-        files = doc.get("files") if isinstance(doc, dict) else None
+        if not _is_record(doc, key):
+            return "run.json is not a run's record (its key, config and summary)"
+        files = doc.get("files")
         for name in ("jobs.parquet", "queue.parquet"):
             path = d / name
             if not path.is_file():
@@ -463,6 +477,7 @@ class ResultStore:
     def _load_rows(self) -> dict[str, dict[str, Any]]:
         if self._rows is None:
             docs = {key: self.info(key) for key in self.keys()}
+            docs = {key: doc for key, doc in docs.items() if _is_record(doc, key)}
             self._rows = {key: self._row(doc) for key, doc in docs.items()}
             self._configs = {key: _canonical_json(doc["config"]) for key, doc in docs.items()}
         return self._rows

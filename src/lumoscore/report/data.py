@@ -99,7 +99,7 @@ def _open(root: Path) -> tuple[pd.DataFrame | None, Any]:
     store = ResultStore(root)
     try:
         damaged = store.damaged()
-        index = store.index()
+        index = None if damaged else store.index()
     except (FileNotFoundError, OSError):
         return None, None
     if damaged:
