@@ -181,6 +181,10 @@ def _simulate_512(arch: str, option: str) -> list[str]:
             "'--max-gpus'",
         ),
         (_simulate_512("best", "gpus_per_server=0"), "gpus_per_server=0: must be >= 1"),
+        (
+            _simulate_512("lumoscore-51.2T-tau2", "reconfig_delay_s=1e300"),
+            "reconfig_delay_s must be a number of seconds from 0 to 1e+12",
+        ),
         (_simulate_512("lumoscore-51.2T-tau2", "backup=maybe"), "expected bool"),
         (
             _simulate_512("vclos-leaf-spine", "port_gbps=1e-300"),

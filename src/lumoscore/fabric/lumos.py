@@ -103,6 +103,7 @@ from lumoscore.fabric.routing import (
     choose_paths,
     probe_inputs,
 )
+from lumoscore.limits import MAX_TIME_S
 from lumoscore.npsets import unique
 from lumoscore.placement import ClusterState, admit, finish, reconfigure
 from lumoscore.placement.admit import LOGICAL_MODES, Reconfiguration
@@ -181,6 +182,16 @@ _BLACKHOLED = 1e-6
 _FINISH_OPTIONS = frozenset(
     ("logical_method", "logical_mode", "iota", "backup", "static", "toe_patch")
 )
+
+
+def _check_delay(name: str, value: float) -> None:
+    """A fabric's time option: a finite number of seconds from 0 to MAX_TIME_S (a delay of
+    1e300 s made every run time 0), else a ConfigError naming ``name``."""
+    if not (0 <= value <= MAX_TIME_S):  # (NaN and infinities too)
+        raise ConfigError(
+            f"{name} must be a number of seconds from 0 to {MAX_TIME_S:.0e} (MAX_TIME_S), "
+            f"got {value!r}"
+        )
 
 
 class LumosCoreFabric(Fabric):
@@ -299,10 +310,7 @@ class LumosCoreFabric(Fabric):
             raise ConfigError(f"spec must be a ClusterSpec, got {type(spec).__name__}")
         routing = self.checked_routing(routing)
         self.probe_candidates = check_candidates(probe_candidates)
-        if not (reconfig_delay_s >= 0 and np.isfinite(reconfig_delay_s)):
-            raise ConfigError(
-                f"reconfig_delay_s must be a finite value >= 0, got {reconfig_delay_s!r}"
-            )
+        _check_delay("reconfig_delay_s", reconfig_delay_s)
         check_positive("port_gbps", spec.port_gbps)
         self.spec = spec
         self.routing = routing
@@ -318,10 +326,7 @@ class LumosCoreFabric(Fabric):
         # failed spine-OCS fibers and OCS ports (fail_units), per element
         self._port_failed: dict[str, NDArray[np.bool_]] = {}
         self.reconfig_delay_s = float(reconfig_delay_s)
-        if not (switch_interval_s >= 0 and np.isfinite(switch_interval_s)):
-            raise ConfigError(
-                f"switch_interval_s must be a finite value >= 0, got {switch_interval_s!r}"
-            )
+        _check_delay("switch_interval_s", switch_interval_s)
         if not 0 < switch_share < 1:
             raise ConfigError(f"switch_share must be in (0, 1), got {switch_share!r}")
         if not (switch_s > 0 and np.isfinite(switch_s)) or (
@@ -330,8 +335,7 @@ class LumosCoreFabric(Fabric):
             raise ConfigError(
                 f"switch_s must be > 0 and shorter than switch_interval_s, got {switch_s!r}"
             )
-        if not (stage_delay_s >= 0 and np.isfinite(stage_delay_s)):
-            raise ConfigError(f"stage_delay_s must be a finite value >= 0, got {stage_delay_s!r}")
+        _check_delay("stage_delay_s", stage_delay_s)
         if not 0 < iota <= 1:
             raise ConfigError(f"iota must be in (0, 1], got {iota!r}")
         self.stage_delay_s = float(stage_delay_s)
