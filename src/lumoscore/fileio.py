@@ -202,27 +202,31 @@ def atomic_write_text(path: str | os.PathLike[str], text: str | bytes) -> Path:
 
 
 def finite_json(obj: Any) -> Any:
-    """``obj`` (dicts, lists, tuples, numbers, strings) with every NaN or infinite float as
-    ``None``: standard JSON has no NaN or Infinity, and readers such as ``jq`` or a browser's
-    ``JSON.parse`` refuse Python's ``NaN``/``Infinity`` extension.
+    """``obj`` (dicts, lists, tuples, numbers, strings) with NumPy scalars as Python numbers
+    and every NaN or infinite float as ``None``: standard JSON has no NaN or Infinity, and
+    readers such as ``jq`` or a browser's ``JSON.parse`` refuse Python's ``NaN``/``Infinity``
+    extension.
 
     Examples
     --------
-    >>> finite_json({"mean": float("nan"), "p": [1.5, float("inf")], "n": 3})
+    >>> import numpy as np
+    >>> finite_json({"mean": float("nan"), "p": [1.5, float("inf")], "n": np.int64(3)})
     {'mean': None, 'p': [1.5, None], 'n': 3}
     """
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
         return {k: finite_json(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [finite_json(v) for v in obj]
+    if getattr(obj, "shape", None) == () and hasattr(obj, "item"):
+        obj = obj.item()  # a NumPy scalar
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
     return obj
 
 
 def json_text(obj: Any, *, indent: int | None = 2) -> str:
-    """Standard JSON for other tools: :func:`finite_json` of ``obj`` (NaN and infinities as
-    ``null``), NumPy scalars as Python numbers, a final newline.
+    """Standard JSON for other tools: :func:`finite_json` of ``obj`` (NumPy scalars as Python
+    numbers, NaN and infinities as ``null``), a final newline.
 
     Examples
     --------
@@ -230,16 +234,4 @@ def json_text(obj: Any, *, indent: int | None = 2) -> str:
     >>> json_text({"x": np.float64("nan"), "n": np.int64(2)}, indent=None)
     '{"x": null, "n": 2}\\n'
     """
-    return json.dumps(finite_json(_plain(obj)), indent=indent, allow_nan=False) + "\n"
-
-
-def _plain(obj: Any) -> Any:
-    """NumPy scalars as Python numbers, recursively (``item()``)."""
-    if isinstance(obj, dict):
-        return {k: _plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_plain(v) for v in obj]
-    item = getattr(obj, "item", None)
-    if item is not None and getattr(obj, "shape", None) == ():
-        return item()
-    return obj
+    return json.dumps(finite_json(obj), indent=indent, allow_nan=False) + "\n"
