@@ -106,18 +106,6 @@ def _override(
         raise ConfigError(format_validation_error(exc)) from None
 
 
-def _records(index: pd.DataFrame) -> list[dict[str, Any]]:
-    out = []
-    for rec in index.to_dict(orient="records"):
-        out.append(
-            {
-                k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                for k, v in rec.items()
-            }
-        )
-    return out
-
-
 def run(
     file: Annotated[
         Path | None,
@@ -336,7 +324,7 @@ def run(
                 "experiment": name,
                 "output": str(out_dir),
                 "report": None if report_path is None else str(report_path),
-                "runs": _records(index),
+                "runs": index.to_dict(orient="records"),  # (emit_json: NaN as null)
             }
         )
         return
