@@ -6,7 +6,7 @@ import dataclasses
 import os
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,6 +28,7 @@ __all__ = [
     "folder_path",
     "run_guarded",
     "to_jsonable",
+    "varying_columns",
 ]
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
@@ -117,6 +118,23 @@ def table_console() -> Console:
     """:func:`out_console` for wide tables: at least 160 columns when not on a terminal."""
     console = out_console()
     return console if console.is_terminal else Console(width=max(console.width, 160))
+
+
+def varying_columns(rows: Sequence[Mapping[str, Any]], skip: Sequence[str] = ()) -> list[str]:
+    """``arch``, ``gpus`` and every other column of ``rows`` (flattened run configs) whose
+    value differs between them, but ``seed`` and ``skip``: what tells the runs apart.
+
+    Examples
+    --------
+    >>> rows = [{"arch": "best", "gpus": 8, "eps": e, "queue": "fifo", "seed": 1} for e in (0, 1)]
+    >>> varying_columns(rows)
+    ['arch', 'gpus', 'eps']
+    """
+    fixed = ("arch", "gpus", "seed", *skip)
+    first = rows[0] if rows else {}
+    return ["arch", "gpus"] + [
+        c for c in first if c not in fixed and len({repr(r[c]) for r in rows}) > 1
+    ]
 
 
 def emit_json(obj: Any) -> None:

@@ -11,7 +11,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from lumoscore.cli._common import JsonOption, emit_json, folder_path, table_console
+from lumoscore.cli._common import (
+    JsonOption,
+    emit_json,
+    folder_path,
+    table_console,
+    varying_columns,
+)
 from lumoscore.errors import LumosError
 
 if TYPE_CHECKING:
@@ -105,11 +111,7 @@ def _describe(runs: list[RunConfig], among: list[RunConfig]) -> tuple[str, ...]:
     """Each of ``runs`` as ``arch=..., gpus=..., <fields that vary in among>, seed=...``."""
     from lumoscore.experiments.store import flatten
 
-    every = [flatten(r.model_dump()) for r in among]
-    shown = ["arch", "gpus"]
-    shown += [
-        c for c in every[0] if c not in (*shown, "seed") and len({repr(r[c]) for r in every}) > 1
-    ]
+    shown = varying_columns([flatten(r.model_dump()) for r in among])
     rows = [flatten(r.model_dump()) for r in runs]
     return tuple(", ".join(f"{c}={r[c]}" for c in (*shown, "seed")) for r in rows)
 

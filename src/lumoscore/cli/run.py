@@ -18,6 +18,7 @@ from lumoscore.cli._common import (
     out_console,
     table_console,
     to_jsonable,
+    varying_columns,
 )
 from lumoscore.errors import ConfigError
 
@@ -358,12 +359,7 @@ def _list_runs(name: str, runs: list[Any], store: Any, *, json_out: bool) -> Non
     if json_out:
         emit_json({"experiment": name, "output": str(store.root), "runs": rows})
         return
-    fields = [c for c in rows[0] if c not in ("key", "stored")] if rows else []
-    shown = ["arch", "gpus"] + [
-        c
-        for c in fields
-        if c not in ("arch", "gpus", "seed") and len({repr(r[c]) for r in rows}) > 1
-    ]
+    shown = varying_columns(rows, skip=("key", "stored"))
     table = Table(title=f"{name}: {len(rows)} runs in {store.root}")
     for col in ("key", *shown, "seed", "stored"):
         table.add_column(col)
